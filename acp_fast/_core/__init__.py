@@ -1,0 +1,104 @@
+"""The sans-IO core of acp_fast: bytes and values in, lines and decisions out.
+
+Nothing here performs I/O, awaits, or imports anything outside the standard
+library (not anyio, not the schema): the async layer owns every future, event
+and task, and hands the core opaque slots to carry them.
+
+Each hot module is written once as typed Python (``_framing_py``,
+``_messages_py``, ``_requests_py``) and compiled by Cython from that same
+source as ``_framing_c`` and friends. This module picks one implementation for
+the whole process:
+
+* ``ACP_FAST_NO_EXTENSIONS`` set to anything but "" or "0" selects the pure
+  Python modules (the only place that variable is read);
+* otherwise the compiled modules, falling back to pure Python when they were
+  not built (a pure install, or another Python implementation).
+
+``IMPLEMENTATION`` says which one is running: ``"c"`` or ``"py"``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING
+
+from ._constants import (
+    ARMED,
+    DISARMED,
+    ERROR_RESPONSE,
+    INVALID_CALL,
+    INVALID_RESPONSE,
+    MISSING,
+    NOTIFICATION,
+    PARAMS_ABSENT,
+    REQUEST,
+    RESULT_RESPONSE,
+    SETTLED_ERROR,
+    SETTLED_LOST,
+    SETTLED_OK,
+    SHAPE_CALL,
+    SHAPE_RESPONSE,
+    SHAPE_UNKNOWN,
+    UNPUBLISHED,
+    UNSETTLED,
+    Missing,
+)
+
+__all__ = (
+    "ARMED",
+    "DISARMED",
+    "ERROR_RESPONSE",
+    "IMPLEMENTATION",
+    "INVALID_CALL",
+    "INVALID_RESPONSE",
+    "MISSING",
+    "NOTIFICATION",
+    "NO_EXTENSIONS",
+    "PARAMS_ABSENT",
+    "REQUEST",
+    "RESULT_RESPONSE",
+    "SETTLED_ERROR",
+    "SETTLED_LOST",
+    "SETTLED_OK",
+    "SHAPE_CALL",
+    "SHAPE_RESPONSE",
+    "SHAPE_UNKNOWN",
+    "UNPUBLISHED",
+    "UNSETTLED",
+    "IncomingRequest",
+    "LineBuffer",
+    "Missing",
+    "OutgoingRequest",
+    "OversizedLine",
+    "RequestTable",
+    "classify",
+    "is_valid_id",
+    "params_head_of",
+    "scan_head",
+)
+
+NO_EXTENSIONS: bool = (
+    os.environ.get("ACP_FAST_NO_EXTENSIONS", "") not in ("", "0")
+    or sys.implementation.name != "cpython"
+)
+
+if TYPE_CHECKING or NO_EXTENSIONS:
+    from ._framing_py import LineBuffer, OversizedLine
+    from ._messages_py import classify, is_valid_id, params_head_of, scan_head
+    from ._requests_py import IncomingRequest, OutgoingRequest, RequestTable
+
+    IMPLEMENTATION = "py"
+else:
+    try:
+        from ._framing_c import LineBuffer, OversizedLine
+        from ._messages_c import classify, is_valid_id, params_head_of, scan_head
+        from ._requests_c import IncomingRequest, OutgoingRequest, RequestTable
+
+        IMPLEMENTATION = "c"
+    except ImportError:  # pragma: no cover - a pure install
+        from ._framing_py import LineBuffer, OversizedLine
+        from ._messages_py import classify, is_valid_id, params_head_of, scan_head
+        from ._requests_py import IncomingRequest, OutgoingRequest, RequestTable
+
+        IMPLEMENTATION = "py"

@@ -1,0 +1,23 @@
+# Cython declarations that compile _framing_py.py as acp_fast._core._framing_c.
+# Kept in step with the .py by hand: every cdef attribute here is a slot there.
+
+cimport cython
+
+cdef class LineBuffer:
+    cdef public Py_ssize_t max_line
+    cdef public Py_ssize_t head_size
+    cdef list _fragments
+    cdef Py_ssize_t _pending
+    cdef Py_ssize_t _discarded
+    cdef bytes _head
+
+    @cython.locals(start=Py_ssize_t, end=Py_ssize_t, nl=Py_ssize_t, max_line=Py_ssize_t)
+    cpdef list feed(self, bytes data)
+    cpdef object close(self)
+    cdef void _reset(self)
+    @cython.locals(size=Py_ssize_t)
+    cdef void _carry(self, bytes data, Py_ssize_t start, Py_ssize_t end)
+    cdef void _finish_carried(self, bytes data, Py_ssize_t nl, list out)
+
+@cython.locals(have=Py_ssize_t)
+cdef bytes _head_of(list fragments, Py_ssize_t size)

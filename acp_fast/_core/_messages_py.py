@@ -1,0 +1,247 @@
+# JSON-RPC 2.0 message classification, as ACP peers must do it.
+#
+# The rules are those of rust-sdk-semantics §1.1, §1.4 and §1.5, stated once
+# here and nowhere else:
+#
+# * "jsonrpc" must be exactly "2.0".
+# * "method" present, neither "result" nor "error": a request when the "id" key
+#   exists (whatever its value, null included), else a notification. The
+#   method must be a string.
+# * no "method", an "id", exactly one of "result" / "error": a response.
+# * "params", when present and not null, must be an object or an array.
+# * an id is a string, an integer in the signed 64-bit range, or null. Never a
+#   float or a bool: 1, 1.0, true and "1" must not alias, and in Python
+#   1 == 1.0 == True as dict keys, so the type check is what keeps them apart.
+# * Anything else is invalid. Invalid and call-shaped (has "method", or is
+#   neither a request nor a response) is answered with -32600 and id null;
+#   invalid and response-shaped (no "method", has "result" or "error") is
+#   dropped, because answering a response would start a reply loop.
+#
+# The function takes the envelope's fields rather than a dict so the caller can
+# decode the envelope without materialising params or result (they stay raw
+# JSON until a handler asks for them); absent keys are passed as MISSING.
+#
+# scan_head() serves messages too large to decode: it reads the top-level keys
+# of a line's first bytes to find an "id" worth answering.
+#
+# This file is compiled by Cython (with _messages_c.pxd) and is also the
+# pure-Python fallback; it must never import cython.
+
+from __future__ import annotations
+
+import json
+import re
+
+from ._constants import (
+    ERROR_RESPONSE,
+    INVALID_CALL,
+    INVALID_RESPONSE,
+    MISSING,
+    NOTIFICATION,
+    REQUEST,
+    RESULT_RESPONSE,
+    SHAPE_CALL,
+    SHAPE_RESPONSE,
+    SHAPE_UNKNOWN,
+)
+
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+
+
+def is_valid_id(value: object) -> bool:
+    """True for a JSON-RPC id ACP accepts: str, 64-bit int (not bool), or None."""
+    if value is None:
+        return True
+    kind = type(value)
+    if kind is str:
+        return True
+    if kind is int:
+        return _INT64_MIN <= value <= _INT64_MAX  # type: ignore[operator]
+    return False
+
+
+def classify(
+    jsonrpc: object,
+    id: object,
+    method: object,
+    params_head: int,
+    has_result: bool,
+    has_error: bool,
+) -> int:
+    """Classify one decoded JSON-RPC object from its top-level fields.
+
+    ``id`` and ``method`` are MISSING when the key is absent. ``params_head``
+    is the first byte of the params' JSON text (PARAMS_ABSENT when absent).
+    Returns one of REQUEST, NOTIFICATION, RESULT_RESPONSE, ERROR_RESPONSE,
+    INVALID_CALL, INVALID_RESPONSE.
+    """
+    if method is not MISSING:
+        if (
+            has_result
+            or has_error
+            or type(method) is not str
+            or not (params_head < 0 or params_head == 123 or params_head == 91 or params_head == 110)
+            or jsonrpc != "2.0"
+        ):
+            return INVALID_CALL
+        if id is MISSING:
+            return NOTIFICATION
+        if is_valid_id(id):
+            return REQUEST
+        return INVALID_CALL
+    if has_result:
+        if has_error or id is MISSING or jsonrpc != "2.0" or not is_valid_id(id):
+            return INVALID_RESPONSE
+        return RESULT_RESPONSE
+    if has_error:
+        if id is MISSING or jsonrpc != "2.0" or not is_valid_id(id):
+            return INVALID_RESPONSE
+        return ERROR_RESPONSE
+    return INVALID_CALL
+
+
+def params_head_of(params: object) -> int:
+    """The params head of an already-decoded params value (for batch entries)."""
+    kind = type(params)
+    if kind is dict:
+        return 123
+    if kind is list:
+        return 91
+    if params is None:
+        return 110
+    return 0
+
+
+# --- oversized lines -------------------------------------------------------
+
+_NUMBER = re.compile(rb"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+_WHITESPACE = b" \t\r\n"
+
+
+def scan_head(head: bytes) -> tuple[object, int]:
+    """Find what the first bytes of an oversized message say about it.
+
+    Returns ``(id, shape)``: the top-level "id" if it was read completely and
+    is valid (else MISSING), and SHAPE_CALL when a top-level "method" was seen,
+    SHAPE_RESPONSE when "result" or "error" was, SHAPE_UNKNOWN otherwise.
+    Never raises; a head that is not a JSON object is SHAPE_UNKNOWN.
+    """
+    request_id: object = MISSING
+    shape = SHAPE_UNKNOWN
+    end = len(head)
+    i = _skip_ws(head, 0)
+    if i >= end or head[i] != 123:  # not an object (a batch, say)
+        return MISSING, SHAPE_UNKNOWN
+    i += 1
+    while True:
+        i = _skip_ws(head, i)
+        if i >= end or head[i] == 125:  # end of head, or "}"
+            break
+        if head[i] == 44:  # ","
+            i += 1
+            continue
+        if head[i] != 34:  # not a key
+            break
+        key_end = _string_end(head, i)
+        if key_end < 0:
+            break
+        try:
+            key = json.loads(head[i:key_end])
+        except ValueError:
+            break
+        i = _skip_ws(head, key_end)
+        if i >= end or head[i] != 58:  # ":"
+            break
+        i = _skip_ws(head, i + 1)
+        if i >= end:
+            break
+        if key == "method":
+            shape = SHAPE_CALL
+        elif (key == "result" or key == "error") and shape == SHAPE_UNKNOWN:
+            shape = SHAPE_RESPONSE
+        if key == "id":
+            value, i = _scalar(head, i)
+            if i < 0:
+                break
+            if is_valid_id(value):
+                request_id = value
+            continue
+        i = _skip_value(head, i)
+        if i < 0:
+            break
+    return request_id, shape
+
+
+def _skip_ws(data: bytes, i: int) -> int:
+    end = len(data)
+    while i < end and data[i] in _WHITESPACE:
+        i += 1
+    return i
+
+
+def _string_end(data: bytes, i: int) -> int:
+    # data[i] is the opening quote; return the index after the closing quote,
+    # or -1 when the string runs past the end of data.
+    end = len(data)
+    j = i + 1
+    while j < end:
+        c = data[j]
+        if c == 92:  # backslash: skip the escaped byte
+            j += 2
+            continue
+        if c == 34:
+            return j + 1
+        j += 1
+    return -1
+
+
+def _scalar(data: bytes, i: int) -> tuple[object, int]:
+    # Read a string, number, true, false or null at data[i]. Returns
+    # (value, index after it); index -1 when truncated or not a scalar.
+    c = data[i]
+    if c == 34:
+        j = _string_end(data, i)
+        if j < 0:
+            return MISSING, -1
+        try:
+            return json.loads(data[i:j]), j
+        except ValueError:
+            return MISSING, -1
+    for word, value in ((b"null", None), (b"true", True), (b"false", False)):
+        if data.startswith(word, i):
+            return value, i + len(word)
+    match = _NUMBER.match(data, i)
+    if match is None or match.end() >= len(data):
+        # Not a number, or it may continue past the head.
+        return MISSING, -1
+    text = match.group()
+    if match.group(1) is not None or match.group(2) is not None:
+        return float(text), match.end()
+    return int(text), match.end()
+
+
+def _skip_value(data: bytes, i: int) -> int:
+    # Skip one JSON value of any kind; -1 when it runs past the end of data.
+    c = data[i]
+    if c != 123 and c != 91:
+        _, j = _scalar(data, i)
+        return j
+    end = len(data)
+    depth = 0
+    j = i
+    while j < end:
+        c = data[j]
+        if c == 34:
+            j = _string_end(data, j)
+            if j < 0:
+                return -1
+            continue
+        if c == 123 or c == 91:
+            depth += 1
+        elif c == 125 or c == 93:
+            depth -= 1
+            if depth == 0:
+                return j + 1
+        j += 1
+    return -1

@@ -1,0 +1,46 @@
+"""The compiled core is what runs, unless the pure core was asked for."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import acp_fast._core as core
+from tests.helpers import NO_EXTENSIONS
+
+
+@pytest.mark.c_extension
+def test_compiled_core_is_loaded():
+    # Fails (never skips) when the extension modules were not built.
+    assert not NO_EXTENSIONS
+    assert core.IMPLEMENTATION == "c"
+    assert type(core.LineBuffer).__name__ != "type" or core.LineBuffer.__module__.endswith("_c")
+
+
+def test_pure_core_is_selected_by_the_environment():
+    code = "import acp_fast._core as c; print(c.IMPLEMENTATION, c.LineBuffer.__module__)"
+    env = {"ACP_FAST_NO_EXTENSIONS": "1", "PATH": ""}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["py", "acp_fast._core._framing_py"]
+
+
+def test_zero_means_no(monkeypatch):
+    code = "import acp_fast._core as c; print(c.NO_EXTENSIONS)"
+    env = {"ACP_FAST_NO_EXTENSIONS": "0", "PATH": ""}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_core_imports_nothing_but_the_standard_library():
+    # The sans-IO core must never pull in anyio, the schema, or the async layer.
+    code = (
+        "import sys, acp_fast._core;"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('anyio', 'trio', 'msgspec', 'orjson', 'sniffio')"
+        " or (m.startswith('acp_fast.') and not m.startswith('acp_fast._core'))];"
+        "print(bad)"
+    )
+    for env in ({"PATH": ""}, {"ACP_FAST_NO_EXTENSIONS": "1", "PATH": ""}):
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == "[]"
