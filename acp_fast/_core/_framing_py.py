@@ -74,7 +74,9 @@ class LineBuffer:
 
     __slots__ = ("_discarded", "_fragments", "_head", "_pending", "head_size", "max_line")
 
-    def __init__(self, max_line: int = DEFAULT_MAX_LINE, head_size: int = DEFAULT_HEAD_SIZE) -> None:
+    def __init__(
+        self, max_line: int = DEFAULT_MAX_LINE, head_size: int = DEFAULT_HEAD_SIZE
+    ) -> None:
         if max_line < 1:
             raise ValueError("max_line must be positive")
         self.max_line = max_line

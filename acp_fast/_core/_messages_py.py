@@ -81,7 +81,9 @@ def classify(
             has_result
             or has_error
             or type(method) is not str
-            or not (params_head < 0 or params_head == 123 or params_head == 91 or params_head == 110)
+            or not (
+                params_head < 0 or params_head == 123 or params_head == 91 or params_head == 110
+            )
             or jsonrpc != "2.0"
         ):
             return INVALID_CALL

@@ -1,0 +1,81 @@
+"""acp_fast: the Agent Client Protocol for Python.
+
+Complete request cancellation, typed bindings generated from the ACP schema,
+and a compiled core under an anyio API (asyncio and trio)::
+
+    import acp_fast as acp
+    from acp_fast.schema import v1
+"""
+
+from __future__ import annotations
+
+from ._async.builder import Builder as Builder
+from ._async.cancellation import RequestCancellation as RequestCancellation
+from ._async.connection import ConnectionTo as ConnectionTo
+from ._async.connection import DynamicHandlerGuard as DynamicHandlerGuard
+from ._async.handlers import HandlerEntry as HandlerEntry
+from ._async.messages import NOT_HANDLED as NOT_HANDLED
+from ._async.messages import Dispatch as Dispatch
+from ._async.messages import NotHandled as NotHandled
+from ._async.messages import NotificationDispatch as NotificationDispatch
+from ._async.messages import RequestDispatch as RequestDispatch
+from ._async.messages import ResponseDispatch as ResponseDispatch
+from ._async.messages import UntypedMessage as UntypedMessage
+from ._async.messages import is_cancel_request_notification as is_cancel_request_notification
+from ._async.requests import AbandonedRequestWarning as AbandonedRequestWarning
+from ._async.requests import PreparedRequest as PreparedRequest
+from ._async.requests import RequestCancellationHandle as RequestCancellationHandle
+from ._async.requests import ResponseRouter as ResponseRouter
+from ._async.requests import SentRequest as SentRequest
+from ._async.responder import Responder as Responder
+from ._async.roles import Agent as Agent
+from ._async.roles import Client as Client
+from ._async.roles import Proxy as Proxy
+from ._async.roles import Role as Role
+from ._async.roles import UntypedRole as UntypedRole
+from ._errors import Error as Error
+from ._errors import ErrorCode as ErrorCode
+from ._errors import is_incoming_transport_closed as is_incoming_transport_closed
+from ._transports import ByteStreams as ByteStreams
+from ._transports import FdTransport as FdTransport
+from ._transports import Subprocess as Subprocess
+from ._transports import Transport as Transport
+from ._transports import stdio as stdio
+
+__version__ = "0.1.0"
+
+__all__ = (
+    "NOT_HANDLED",
+    "AbandonedRequestWarning",
+    "Agent",
+    "Builder",
+    "ByteStreams",
+    "Client",
+    "ConnectionTo",
+    "Dispatch",
+    "DynamicHandlerGuard",
+    "Error",
+    "ErrorCode",
+    "FdTransport",
+    "HandlerEntry",
+    "NotHandled",
+    "NotificationDispatch",
+    "PreparedRequest",
+    "Proxy",
+    "RequestCancellation",
+    "RequestCancellationHandle",
+    "RequestDispatch",
+    "Responder",
+    "ResponseDispatch",
+    "ResponseRouter",
+    "Role",
+    "SentRequest",
+    "Subprocess",
+    "Transport",
+    "UntypedMessage",
+    "UntypedRole",
+    "__version__",
+    "is_cancel_request_notification",
+    "is_incoming_transport_closed",
+    "stdio",
+)

@@ -1,0 +1,1 @@
+"""The async layer: connections, handlers and requests, on anyio."""

@@ -1,0 +1,122 @@
+"""JSON text of JSON-RPC messages: envelope decoding and message encoding.
+
+Incoming lines are decoded into an ``Envelope`` whose ``params`` and
+``result`` stay raw JSON (``msgspec.Raw``): classifying and routing a message
+needs only its top-level keys, a forwarded message is passed on without ever
+being parsed, and a typed handler decodes its params straight from the raw
+bytes into its message class, once. Absent keys decode as the core's MISSING,
+so an absent "id" and ``"id": null`` stay different things (§1.1).
+
+Outgoing messages are assembled from pre-encoded pieces: the envelope is fixed
+text, the method name is encoded once per method, and only the id and the
+payload are encoded per message.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+
+from .._core import MISSING, PARAMS_ABSENT
+
+__all__ = (
+    "Envelope",
+    "decode_envelope",
+    "encode_error",
+    "encode_notification",
+    "encode_payload",
+    "encode_request",
+    "encode_result",
+    "loads",
+    "params_head",
+)
+
+
+class Envelope(msgspec.Struct):
+    """The top level of one JSON-RPC object, payloads left as raw JSON."""
+
+    jsonrpc: Any = MISSING
+    id: Any = MISSING
+    method: Any = MISSING
+    params: msgspec.Raw = MISSING  # type: ignore[assignment]
+    result: msgspec.Raw = MISSING  # type: ignore[assignment]
+    error: Any = MISSING
+
+
+_envelope_decoder: Final = msgspec.json.Decoder(Envelope)
+_any_decoder: Final = msgspec.json.Decoder()
+_encoder: Final = msgspec.json.Encoder()
+
+decode_envelope: Final = _envelope_decoder.decode
+"""Decode one line into an Envelope.
+
+Raises msgspec.ValidationError for valid JSON that is not an object (a batch,
+a scalar), and msgspec.DecodeError for text that is not JSON.
+"""
+
+loads: Final = _any_decoder.decode
+"""Decode JSON text (bytes, or a Raw) into plain Python values."""
+
+encode_payload: Final = _encoder.encode
+"""Encode any payload (dict, list, msgspec.Struct, Raw, ...) to JSON bytes."""
+
+
+def params_head(raw: msgspec.Raw) -> int:
+    """The first byte of a raw params value, or PARAMS_ABSENT."""
+    if raw is MISSING:
+        return PARAMS_ABSENT
+    return memoryview(raw)[0]
+
+
+_REQUEST_HEAD: Final = b'{"jsonrpc":"2.0","id":'
+_NOTIFICATION_HEAD: Final = b'{"jsonrpc":"2.0","method":'
+_method_cache: dict[str, bytes] = {}
+
+
+def _method_json(method: str) -> bytes:
+    encoded = _method_cache.get(method)
+    if encoded is None:
+        encoded = _encoder.encode(method)
+        if len(_method_cache) < 4096:  # methods are few; never grow without bound
+            _method_cache[method] = encoded
+    return encoded
+
+
+def encode_request(request_id: int, method: str, params: object) -> bytes:
+    """One request line (with its newline). ``params`` None omits the key."""
+    if params is None:
+        return b'%s%d,"method":%s}\n' % (_REQUEST_HEAD, request_id, _method_json(method))
+    return b'%s%d,"method":%s,"params":%s}\n' % (
+        _REQUEST_HEAD,
+        request_id,
+        _method_json(method),
+        _encoder.encode(params),
+    )
+
+
+def encode_notification(method: str, params: object) -> bytes:
+    """One notification line (with its newline). ``params`` None omits the key."""
+    if params is None:
+        return b"%s%s}\n" % (_NOTIFICATION_HEAD, _method_json(method))
+    return b'%s%s,"params":%s}\n' % (
+        _NOTIFICATION_HEAD,
+        _method_json(method),
+        _encoder.encode(params),
+    )
+
+
+def encode_result(request_id: object, result: object) -> bytes:
+    """One success response line; a None result is written as ``null``."""
+    return b'{"jsonrpc":"2.0","id":%s,"result":%s}\n' % (
+        _encoder.encode(request_id),
+        _encoder.encode(result),
+    )
+
+
+def encode_error(request_id: object, error: dict[str, Any]) -> bytes:
+    """One error response line."""
+    return b'{"jsonrpc":"2.0","id":%s,"error":%s}\n' % (
+        _encoder.encode(request_id),
+        _encoder.encode(error),
+    )

@@ -1,0 +1,288 @@
+"""Connection builders: handlers and callbacks in, a running connection out.
+
+``role.builder()`` returns a Builder. Its ``on_*`` methods register handlers
+(each returns the builder, so calls chain; each also works as a decorator when
+given only a message class, a method name, or nothing). Three terminals run
+the connection:
+
+* ``await builder.connect_to(transport)`` serves until the peer's output
+  ends, runs the EOF sequence, flushes every queued answer, and returns
+  (reactive endpoints: agents, proxies);
+* ``await builder.connect_with(transport, main)`` runs ``main(cx)`` while the
+  connection serves, and returns its value (EOF does not stop ``main``);
+* ``async with builder.connect(transport) as cx:`` is ``connect_with`` as a
+  block.
+
+When the connection fails (a spawned task or a result callback raised, an
+``on_close`` callback failed, the transport broke), the terminal raises that
+error. When ``main`` or the block ends, background work is cancelled and any
+request still pending fails with "never received".
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+
+import anyio
+
+from .._core._framing_py import DEFAULT_MAX_LINE
+from ._backend import current_backend
+from .connection import ConnectionTo
+from .handlers import DISPATCH, NOTIFICATION, REQUEST, HandlerEntry, PeerStyle, peer_style_for
+
+if TYPE_CHECKING:
+    from .._transports import Transport
+    from .roles import Role
+
+__all__ = ("Builder",)
+
+R = TypeVar("R")
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+# How long leaving ``connect``/``connect_with`` waits for queued output to
+# reach the transport before it gives up on it.
+DRAIN_TIMEOUT = 5.0
+
+
+def _as_async(callback: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
+    if inspect.iscoroutinefunction(callback):
+        return callback
+
+    async def call(*args: Any) -> Any:
+        result = callback(*args)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    call.__qualname__ = getattr(callback, "__qualname__", repr(callback))
+    return call
+
+
+class Builder(Generic[R]):
+    """Configures a connection for one role; see the module docstring."""
+
+    def __init__(self, role: Role) -> None:
+        self._role = role
+        self._handlers: list[HandlerEntry] = []
+        self._close_callbacks: list[Callable[[], Awaitable[object]]] = []
+        self._runners: list[Callable[..., Awaitable[object]]] = []
+        self._name: str | None = None
+        self._max_message_size = DEFAULT_MAX_LINE
+
+    @property
+    def role(self) -> Role:
+        return self._role
+
+    def name(self, name: str) -> Builder[R]:
+        """A name for logs and reprs."""
+        self._name = name
+        return self
+
+    def max_message_size(self, size: int) -> Builder[R]:
+        """Refuse incoming messages larger than ``size`` bytes (default 64 MiB).
+
+        An oversized message is answered with an error (or fails the request it
+        answers); the connection goes on with the next message.
+        """
+        if size < 1:
+            raise ValueError("size must be positive")
+        self._max_message_size = size
+        return self
+
+    # -- handlers ------------------------------------------------------------
+
+    @overload
+    def on_receive_request(
+        self,
+        handler: Callable[..., Any],
+        message_type: type | str | None = None,
+        *,
+        peer: Any = None,
+    ) -> Builder[R]: ...
+
+    @overload
+    def on_receive_request(
+        self, handler: type | str | None = None, *, peer: Any = None
+    ) -> Callable[[F], F]: ...
+
+    def on_receive_request(
+        self, handler: Any = None, message_type: Any = None, *, peer: Any = None
+    ) -> Any:
+        """Handle requests: ``async def handler(request, responder, cx)``.
+
+        ``message_type`` is a schema class (the handler gets that class,
+        decoded; bad params are answered -32602), a method name, or None for
+        every request (the handler gets ``acp.UntypedMessage``). Return
+        ``acp.NOT_HANDLED`` (or an ``acp.NotHandled``) to pass it on.
+        """
+        return self._register(REQUEST, handler, message_type, peer)
+
+    @overload
+    def on_receive_notification(
+        self,
+        handler: Callable[..., Any],
+        message_type: type | str | None = None,
+        *,
+        peer: Any = None,
+    ) -> Builder[R]: ...
+
+    @overload
+    def on_receive_notification(
+        self, handler: type | str | None = None, *, peer: Any = None
+    ) -> Callable[[F], F]: ...
+
+    def on_receive_notification(
+        self, handler: Any = None, message_type: Any = None, *, peer: Any = None
+    ) -> Any:
+        """Handle notifications: ``async def handler(notification, cx)``."""
+        return self._register(NOTIFICATION, handler, message_type, peer)
+
+    @overload
+    def on_receive_dispatch(
+        self,
+        handler: Callable[..., Any],
+        message_type: type | str | None = None,
+        *,
+        peer: Any = None,
+    ) -> Builder[R]: ...
+
+    @overload
+    def on_receive_dispatch(
+        self, handler: type | str | None = None, *, peer: Any = None
+    ) -> Callable[[F], F]: ...
+
+    def on_receive_dispatch(
+        self, handler: Any = None, message_type: Any = None, *, peer: Any = None
+    ) -> Any:
+        """Handle every kind of entry: ``async def handler(dispatch, cx)``.
+
+        ``dispatch`` is an ``acp.RequestDispatch``, ``acp.NotificationDispatch``
+        or ``acp.ResponseDispatch`` (responses to our own requests pass here
+        before they reach their awaiter).
+        """
+        return self._register(DISPATCH, handler, message_type, peer)
+
+    def _register(self, kind: int, handler: Any, message_type: Any, peer: Any) -> Any:
+        style = PeerStyle.COUNTERPART if peer is None else peer_style_for(self._role, peer)
+        if handler is None or isinstance(handler, type | str):
+            chosen = handler if message_type is None else message_type
+
+            def decorate(function: F) -> F:
+                self._handlers.append(HandlerEntry.create(kind, _as_async(function), chosen, style))
+                return function
+
+            return decorate
+        self._handlers.append(HandlerEntry.create(kind, _as_async(handler), message_type, style))
+        return self
+
+    def with_handler(self, handler: HandlerEntry) -> Builder[R]:
+        """Add a prepared handler entry (see ``acp.handler``)."""
+        self._handlers.append(handler)
+        return self
+
+    def with_connection_builder(self, other: Builder[Any]) -> Builder[R]:
+        """Append another builder's handlers, runners and close callbacks."""
+        self._handlers.extend(other._handlers)
+        self._runners.extend(other._runners)
+        self._close_callbacks.extend(other._close_callbacks)
+        return self
+
+    # -- lifecycle callbacks ------------------------------------------------
+
+    def on_close(self, callback: Callable[[], Any]) -> Builder[R]:
+        """Run ``callback()`` when the peer's output ends (after pending
+        requests failed). Callbacks run in order; if one raises, the
+        connection fails with the first such error."""
+        self._close_callbacks.append(_as_async(callback))
+        return self
+
+    def with_spawned(
+        self, function: Callable[[ConnectionTo[Any]], Awaitable[object]]
+    ) -> Builder[R]:
+        """Run ``function(cx)`` for the connection's lifetime; an error fails it."""
+        self._runners.append(function)
+        return self
+
+    # -- terminals -------------------------------------------------------------
+
+    def connect(self, transport: Transport) -> _Connecting[R]:
+        """``async with builder.connect(transport) as cx:`` — see the module."""
+        return _Connecting(self, transport, reactive=False)
+
+    async def connect_with(
+        self, transport: Transport, main: Callable[[ConnectionTo[R]], Awaitable[T]]
+    ) -> T:
+        """Run ``main(cx)`` while the connection serves; return its value."""
+        async with _Connecting(self, transport, reactive=False) as cx:
+            return await main(cx)
+
+    async def connect_to(self, transport: Transport) -> None:
+        """Serve until the peer's output ends; flush the answers; return."""
+        async with _Connecting(self, transport, reactive=True) as cx:
+            await cx._finished.wait()
+
+
+class _Connecting(Generic[R]):
+    """The async context manager behind every terminal."""
+
+    def __init__(self, builder: Builder[R], transport: Transport, *, reactive: bool) -> None:
+        self._builder = builder
+        self._transport = transport
+        self._reactive = reactive
+        self._conn: ConnectionTo[R] | None = None
+
+    async def __aenter__(self) -> ConnectionTo[R]:
+        builder = self._builder
+        backend = current_backend()
+        self._channel_context = self._transport._open(backend)
+        channel = await self._channel_context.__aenter__()
+        conn: ConnectionTo[R] = ConnectionTo(
+            role=builder._role,
+            channel=channel,
+            backend=backend,
+            handlers=list(builder._handlers),
+            close_callbacks=list(builder._close_callbacks),
+            name=builder._name,
+            max_message_size=builder._max_message_size,
+            reactive=self._reactive,
+        )
+        self._group = anyio.create_task_group()
+        try:
+            await self._group.__aenter__()
+        except BaseException:
+            await self._channel_context.__aexit__(None, None, None)
+            raise
+        conn._start(self._group, list(builder._runners))
+        self._conn = conn
+        return conn
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool:
+        conn = self._conn
+        assert conn is not None
+        suppressed = False
+        try:
+            if exc is None and conn._error is None:
+                # What the block queued last (a final notification, say) should
+                # still go out: give the transport a moment to take it.
+                with anyio.move_on_after(DRAIN_TIMEOUT, shield=True):
+                    await conn._drain()
+            conn._stop()
+            suppressed = bool(await self._group.__aexit__(exc_type, exc, traceback))
+        finally:
+            conn._shutdown()
+            with anyio.CancelScope(shield=True):
+                await self._channel_context.__aexit__(None, None, None)
+        if (exc is None or suppressed) and conn._error is not None:
+            error = conn._error
+            conn._error = None
+            raise error
+        return suppressed

@@ -1,0 +1,1112 @@
+"""A live JSON-RPC connection: the dispatch loop and the outgoing FIFO.
+
+Runtime model (rust-sdk-semantics §2.3–2.7, DESIGN.md §5)
+----------------------------------------------------------
+* One **dispatch loop** per connection reads the transport, splits lines, and
+  handles entries one at a time in arrival order. Handlers run *in* the loop:
+  the next entry waits until the handler returns (use ``cx.spawn`` for work
+  that should run concurrently). A slow handler therefore stops reading, and
+  the peer's writes block: that is the backpressure, and it bounds memory.
+* Responses are routed inline: the pending request is settled and its waiter
+  woken, with no task per response. A result callback registered before the
+  response came runs in the loop itself, so the next entry waits for it (the
+  ordering barrier, §2.4).
+* Every send is a synchronous append to one outgoing FIFO, so a
+  ``$/cancel_request`` can never be written before its request. The FIFO is
+  flushed with one write per loop iteration (all messages produced by one
+  batch of input, or by many tasks in one iteration, leave in one system
+  call).
+* Failures: an exception in a spawned task, a result callback, an ``on_close``
+  callback or the transport fails the whole connection with that error; the
+  connection's task group is cancelled and ``connect*`` raises it.
+
+The EOF sequence (§2.6) is: mark closing (new requests fail at once), fail
+every pending request with "Incoming transport closed", run the ``on_close``
+callbacks in order (first error kept), mark closed and wake
+``incoming_closed()`` waiters, then fail the connection with a close error if
+there was one.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import types
+from collections.abc import Awaitable, Callable, Coroutine, Generator
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import anyio
+import msgspec
+
+from .._core import (
+    ERROR_RESPONSE,
+    INVALID_CALL,
+    MISSING,
+    NOTIFICATION,
+    PARAMS_ABSENT,
+    REQUEST,
+    RESULT_RESPONSE,
+    SETTLED_ERROR,
+    SETTLED_LOST,
+    SETTLED_OK,
+    SHAPE_CALL,
+    SHAPE_RESPONSE,
+    LineBuffer,
+    OutgoingRequest,
+    OversizedLine,
+    RequestTable,
+    classify,
+    is_valid_id,
+    params_head_of,
+    scan_head,
+)
+from .._errors import Error
+from .._transports._channel import Channel, ChannelError
+from . import _wire
+from ._backend import Backend
+from .handlers import (
+    DISPATCH,
+    HandlerEntry,
+    PeerStyle,
+    peer_style_for,
+)
+from .messages import (
+    CANCEL_REQUEST_METHOD,
+    SUCCESSOR_METHOD,
+    NotHandled,
+    NotificationDispatch,
+    RequestDispatch,
+    ResponseDispatch,
+    UntypedMessage,
+    decode_plain,
+    invalid_params_error,
+    is_cancel_request_notification,
+    method_of,
+    peel_envelope,
+    response_type_of,
+    wire_params,
+)
+from .requests import (
+    PreparedRequest,
+    ResponseRouter,
+    SentRequest,
+    _Consumer,
+    _ForwardConsumer,
+    _unwatch,
+)
+from .responder import Responder
+
+if TYPE_CHECKING:
+    from .roles import Role
+
+__all__ = ("ConnectionTo", "DynamicHandlerGuard")
+
+log = logging.getLogger("acp_fast")
+
+R = TypeVar("R")
+
+# Output above this size is handed to the transport at once instead of at the
+# end of the loop iteration, so one iteration never builds a huge buffer.
+_EAGER_FLUSH = 256 * 1024
+# Above this many bytes held for the transport, senders that pace themselves
+# (``await cx.drain()``, the typed helpers) wait.
+HIGH_WATER = 1024 * 1024
+# data.line of a parse error shows at most this many characters.
+_LINE_ECHO = 4096
+
+
+@types.coroutine
+def _resume(coroutine: Coroutine[Any, Any, Any], yielded: Any) -> Generator[Any, Any, None]:
+    """Go on awaiting ``coroutine``, which already yielded ``yielded`` once.
+
+    The dispatch loop runs each handler's first step itself, to learn whether
+    it completes without suspending (then no flush needs scheduling). When it
+    does suspend, this passes its wait to the task runner and drives the rest,
+    exactly as ``await`` would.
+    """
+    while True:
+        try:
+            sent = yield yielded
+        except GeneratorExit:
+            coroutine.close()
+            raise
+        except BaseException as exc:
+            try:
+                yielded = coroutine.throw(exc)
+            except StopIteration:
+                return
+        else:
+            try:
+                yielded = coroutine.send(sent)
+            except StopIteration:
+                return
+
+
+class _Batch:
+    """One incoming JSON-RPC batch: its response slots (§1.5)."""
+
+    __slots__ = ("conn", "dispatched", "remaining", "slots")
+
+    def __init__(self, conn: ConnectionTo[Any]) -> None:
+        self.conn = conn
+        self.slots: list[bytes | None] = []
+        self.remaining = 0
+        self.dispatched = False
+
+    def new_slot(self) -> int:
+        self.slots.append(None)
+        self.remaining += 1
+        return len(self.slots) - 1
+
+    def fill(self, slot: int, line: bytes) -> None:
+        if self.slots[slot] is not None:
+            return  # the first completion wins
+        self.slots[slot] = line[:-1]  # without its newline
+        self.remaining -= 1
+        self.send_if_complete()
+
+    def send_if_complete(self) -> None:
+        if self.dispatched and self.remaining == 0 and self.slots:
+            lines = self.slots
+            self.slots = []
+            self.conn._enqueue(b"[" + b",".join(lines) + b"]\n")  # type: ignore[arg-type]
+
+
+class DynamicHandlerGuard:
+    """Keeps a dynamic handler registered; ``remove()`` (or dropping it)
+    deactivates it at once, ``detach()`` keeps it for the connection's life."""
+
+    __slots__ = ("_conn", "_entry", "_detached")
+
+    def __init__(self, conn: ConnectionTo[Any], entry: HandlerEntry) -> None:
+        self._conn = conn
+        self._entry = entry
+        self._detached = False
+
+    def detach(self) -> None:
+        self._detached = True
+
+    def remove(self) -> None:
+        self._entry.active = False
+
+    def __del__(self) -> None:
+        if not self._detached:
+            self._entry.active = False
+
+
+class ConnectionTo(Generic[R]):
+    """A connection to a peer, as handlers and ``main`` functions see it.
+
+    All send methods are synchronous: they append to the outgoing FIFO and
+    return. ``send_request`` returns a ``SentRequest`` that is already on its
+    way; await it for the answer.
+    """
+
+    def __init__(
+        self,
+        *,
+        role: Role,
+        channel: Channel,
+        backend: Backend,
+        handlers: list[HandlerEntry],
+        close_callbacks: list[Callable[[], Awaitable[object]]],
+        name: str | None,
+        max_message_size: int,
+        reactive: bool,
+    ) -> None:
+        self.name = name
+        self.role = role
+        self._channel = channel
+        self._backend = backend
+        # Ids start at a random point so that ids of the hops of a proxy chain
+        # differ (each hop issues its own, §5.1) and logs do not mislead.
+        self._table = RequestTable(first_id=random.randrange(1, 1 << 30))
+        self._framer = LineBuffer(max_message_size)
+        self._max_message_size = max_message_size
+        self._handlers = handlers
+        self._chains: dict[tuple[int, str, str | None], tuple[HandlerEntry, ...]] = {}
+        self._response_handlers = tuple(h for h in handlers if h.kind == DISPATCH)
+        self._peels = role.has_successor or any(
+            h.peer_style == PeerStyle.SUCCESSOR for h in handlers
+        )
+        self._dynamic: list[HandlerEntry] = []
+        self._new_dynamic: list[HandlerEntry] = []
+        self._parked: list[tuple[int, str, Any, Responder[Any] | None]] = []
+        self._close_callbacks = close_callbacks
+        self._reactive = reactive
+        # Outgoing FIFO.
+        self._out: list[bytes] = []
+        self._out_size = 0
+        self._flush_scheduled = False
+        self._sync = False  # the dispatch loop runs synchronously and flushes itself
+        self._output_closed = False
+        # Lifecycle.
+        self._dispatch_task: object = None
+        self._task_group: anyio.abc.TaskGroup | None = None
+        self._running = False
+        self._error: BaseException | None = None
+        self._in_close_callbacks = False
+        self._deferred_errors: list[BaseException] = []
+        self._closed = anyio.Event()
+        self._finished = anyio.Event()
+        self._current_response: OutgoingRequest | None = None
+        self._barrier: _Consumer | None = None
+
+    def __repr__(self) -> str:
+        label = f" {self.name!r}" if self.name else ""
+        return f"<ConnectionTo{label} {type(self.role).__name__} counterpart>"
+
+    # == public API =========================================================
+
+    def send_request(self, request: Any) -> SentRequest[Any]:
+        """Send ``request`` to the counterpart; returns the published handle."""
+        return self.send_request_to(None, request)
+
+    def send_request_to(self, peer: Any, request: Any) -> SentRequest[Any]:
+        """Send ``request`` to ``peer`` (proxies: ``acp.Client`` or ``acp.Agent``)."""
+        method = method_of(request)
+        outgoing = self._table.new_request(method)
+        route = self._route_to(peer)
+        outgoing.route = route
+        payload = self._encode_call(outgoing.id, method, wire_params(request), route)
+        self._publish(outgoing, payload)
+        return SentRequest(self, outgoing, response_type_of(request))
+
+    def prepare_request(self, request: Any) -> PreparedRequest[Any]:
+        """An id and the encoded request, published only when consumed."""
+        return self.prepare_request_to(None, request)
+
+    def prepare_request_to(self, peer: Any, request: Any) -> PreparedRequest[Any]:
+        method = method_of(request)
+        outgoing = self._table.new_request(method)
+        route = self._route_to(peer)
+        outgoing.route = route
+        payload = self._encode_call(outgoing.id, method, wire_params(request), route)
+        return PreparedRequest(self, outgoing, response_type_of(request), payload)
+
+    def send_notification(self, notification: Any) -> None:
+        """Send a notification to the counterpart."""
+        self.send_notification_to(None, notification)
+
+    def send_notification_to(self, peer: Any, notification: Any) -> None:
+        method = method_of(notification)
+        params = wire_params(notification)
+        if self._route_to(peer) is PeerStyle.SUCCESSOR:
+            self._enqueue(_wire.encode_notification(SUCCESSOR_METHOD, _envelope(method, params)))
+        else:
+            self._enqueue(_wire.encode_notification(method, params))
+
+    def send_cancel_request(self, request_id: Any) -> None:
+        """Send a raw ``$/cancel_request`` for ``request_id``.
+
+        For custom routing only: it does not touch any SentRequest state, so
+        combined with a live handle it can produce a second cancel.
+        """
+        self.send_cancel_request_to(None, request_id)
+
+    def send_cancel_request_to(self, peer: Any, request_id: Any) -> None:
+        if not is_valid_id(request_id):
+            raise ValueError(f"not a JSON-RPC request id: {request_id!r}")
+        self.send_notification_to(
+            peer, UntypedMessage(CANCEL_REQUEST_METHOD, {"requestId": request_id})
+        )
+
+    def send_proxied_message_to(self, peer: Any, dispatch: Any) -> None:
+        """Forward an incoming dispatch to ``peer``, one hop (§5.3).
+
+        A request is sent on with ``forward_response_to`` (so its cancellation
+        travels with the new id); a notification is sent on, except
+        ``$/cancel_request`` (plain or wrapped), which is dropped because a
+        raw id means nothing on another connection; a response is routed to
+        its awaiter.
+        """
+        if isinstance(dispatch, RequestDispatch):
+            self.send_request_to(peer, dispatch.message).forward_response_to(dispatch.responder)
+        elif isinstance(dispatch, NotificationDispatch):
+            if not is_cancel_request_notification(dispatch.message):
+                self.send_notification_to(peer, dispatch.message)
+        elif isinstance(dispatch, ResponseDispatch):
+            dispatch.router.route_with_result(dispatch.result)
+        else:
+            raise TypeError(f"not a dispatch: {dispatch!r}")
+
+    def spawn(self, function: Callable[..., Awaitable[object]], *args: Any) -> None:
+        """Run ``function(*args)`` concurrently while the connection runs.
+
+        If it raises, the whole connection fails with that error.
+        """
+        group = self._task_group
+        if group is None or not self._running:
+            raise Error.internal_error("connection is no longer running")
+        group.start_soon(self._run_spawned, function, args)
+
+    async def incoming_closed(self) -> None:
+        """Return once the peer's output ended and the EOF sequence ran."""
+        await self._closed.wait()
+
+    def is_incoming_closed(self) -> bool:
+        return self._closed.is_set()
+
+    async def drain(self) -> None:
+        """Wait until the outgoing data is (mostly) handed to the transport.
+
+        Returns at once unless more than about 1 MiB is held; use it to pace
+        a sender against a peer that reads slowly.
+        """
+        if self._out:
+            self._flush()
+        if self._channel.pending > HIGH_WATER:
+            try:
+                await self._channel.drain()
+            except ChannelError as exc:
+                raise Error.internal_error(f"transport write failed: {exc}") from None
+
+    def add_dynamic_handler(self, handler: HandlerEntry) -> DynamicHandlerGuard:
+        """Add a handler at run time, after the builder's handlers.
+
+        It takes effect before the next incoming entry, and is first offered
+        every entry a handler parked with ``NotHandled(retry=True)``.
+        """
+        self._new_dynamic.append(handler)
+        return DynamicHandlerGuard(self, handler)
+
+    # == outgoing ===========================================================
+
+    def _route_to(self, peer: Any) -> PeerStyle:
+        if peer is None:
+            if not self.role.has_default_peer:
+                raise ValueError(
+                    f"a {type(self.role).__name__} connection has no default peer: use the "
+                    "*_to methods, e.g. send_request_to(acp.Agent, request)"
+                )
+            return PeerStyle.COUNTERPART
+        return peer_style_for(self.role, peer)
+
+    def _encode_call(
+        self, request_id: int, method: str, params: Any, route: PeerStyle
+    ) -> bytes | Error:
+        try:
+            if route is PeerStyle.SUCCESSOR:
+                return _wire.encode_request(request_id, SUCCESSOR_METHOD, _envelope(method, params))
+            return _wire.encode_request(request_id, method, params)
+        except (TypeError, ValueError, msgspec.EncodeError) as exc:
+            return Error.internal_error(f"failed to create untyped request for `{method}`: {exc}")
+
+    def _publish(self, request: OutgoingRequest, payload: bytes | Error) -> None:
+        # rust-sdk-semantics §3.7: closing? serialized? register, enqueue, arm.
+        if self._table.closing:
+            self._settle(request, SETTLED_ERROR, Error.incoming_transport_closed(request.method))
+            return
+        if self._output_closed:
+            self._settle(
+                request,
+                SETTLED_ERROR,
+                Error.internal_error(
+                    f"failed to send outgoing request `{request.method}`: "
+                    "connection is no longer running"
+                ),
+            )
+            return
+        if type(payload) is not bytes:
+            self._settle(request, SETTLED_ERROR, payload)
+            return
+        self._table.register(request)
+        self._enqueue(payload)
+        request.arm()
+
+    def _send_cancel(self, request: OutgoingRequest) -> None:
+        params = {"requestId": request.id}
+        if request.route is PeerStyle.SUCCESSOR:
+            data = _wire.encode_notification(
+                SUCCESSOR_METHOD, {"method": CANCEL_REQUEST_METHOD, "params": params}
+            )
+        else:
+            data = _wire.encode_notification(CANCEL_REQUEST_METHOD, params)
+        try:
+            self._enqueue(data)
+        except Error:
+            log.debug("cancel for %s not sent: connection closed", request.id)
+
+    def _send_cancel_from_anywhere(self, request: OutgoingRequest) -> None:
+        # Garbage collection may run in any thread, and after the loop ended.
+        if self._output_closed:
+            return
+        if self._backend.in_loop_thread():
+            self._send_cancel(request)
+        else:
+            self._backend.call_soon_threadsafe(lambda: self._send_cancel(request))
+
+    def _enqueue(self, data: bytes) -> None:
+        if self._output_closed:
+            raise Error.internal_error("connection is no longer running")
+        self._out.append(data)
+        self._out_size += len(data)
+        if self._out_size >= _EAGER_FLUSH:
+            self._flush()
+        elif not self._sync and not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._backend.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        out = self._out
+        if not out:
+            return
+        data = out[0] if len(out) == 1 else b"".join(out)
+        out.clear()
+        self._out_size = 0
+        try:
+            self._channel.write(data)
+        except ChannelError as exc:
+            self._fail(Error.internal_error(f"transport write failed: {exc}"))
+
+    # -- answers -----------------------------------------------------------------
+
+    def _send_result(self, responder: Responder[Any], value: Any) -> None:
+        try:
+            line = _wire.encode_result(responder.id, value)
+        except (TypeError, ValueError, msgspec.EncodeError) as exc:
+            error = Error.internal_error(f"failed to encode the result of `{responder.method}`")
+            self._send_answer(responder, _wire.encode_error(responder.id, error.to_dict()))
+            raise TypeError(f"cannot encode the result of {responder.method!r}: {exc}") from exc
+        self._send_answer(responder, line)
+
+    def _send_error(self, responder: Responder[Any], error: Error) -> None:
+        try:
+            line = _wire.encode_error(responder.id, error.to_dict())
+        except (TypeError, ValueError, msgspec.EncodeError):
+            line = _wire.encode_error(
+                responder.id, Error(error.code, error.message, repr(error.data)).to_dict()
+            )
+        self._send_answer(responder, line)
+
+    def _send_answer(self, responder: Responder[Any], line: bytes) -> None:
+        batch = responder._batch
+        if batch is not None:
+            batch.fill(responder._slot, line)
+        else:
+            self._enqueue(line)
+
+    def _responder_dropped(self, responder: Responder[Any]) -> None:
+        def answer() -> None:
+            self._table.remove_incoming(responder._incoming)
+            if self._output_closed:
+                return
+            error = Error.internal_error(
+                f"request handler dropped its responder for `{responder.method}`"
+            )
+            log.warning(
+                "responder for %r (id %r) dropped unanswered", responder.method, responder.id
+            )
+            self._send_answer(responder, _wire.encode_error(responder.id, error.to_dict()))
+
+        if self._backend.in_loop_thread():
+            answer()
+        elif not self._output_closed:
+            self._backend.call_soon_threadsafe(answer)
+
+    # == settlement =========================================================
+
+    def _settle(self, request: OutgoingRequest, settlement: int, value: Any) -> None:
+        """Fill a request's response slot and hand it to its consumer."""
+        if not request.settle(settlement, value):
+            return
+        _unwatch(request)
+        consumer = request.consumer
+        if consumer is None:
+            return  # not consumed yet (or detached: the answer is discarded)
+        request.consumer = None
+        if isinstance(consumer, _Consumer):
+            if type(consumer) is _ForwardConsumer:
+                consumer.relay()
+            elif request.ordered and self._current_response is request:
+                self._barrier = consumer  # the dispatch loop runs it next
+            else:
+                self._run_late_consumer(consumer)
+        else:
+            consumer.set()  # a task awaiting the request
+
+    def _settle_from_anywhere(self, request: OutgoingRequest, settlement: int, value: Any) -> None:
+        if self._backend.in_loop_thread():
+            self._settle(request, settlement, value)
+        else:
+            self._backend.call_soon_threadsafe(lambda: self._settle(request, settlement, value))
+
+    def _run_late_consumer(self, consumer: _Consumer) -> None:
+        if type(consumer) is _ForwardConsumer:
+            consumer.relay()
+            return
+        group = self._task_group
+        if group is None or not self._running:
+            return
+        group.start_soon(self._run_consumer, consumer)
+
+    async def _run_consumer(self, consumer: _Consumer) -> None:
+        try:
+            await consumer.run()
+        except Exception as exc:
+            self._fail(exc)
+
+    # == incoming ===========================================================
+
+    async def _serve_incoming(self) -> None:
+        self._dispatch_task = self._backend.current_task()
+        channel = self._channel
+        framer = self._framer
+        receive = self._receive
+        try:
+            while True:
+                self._flush()
+                try:
+                    data = await channel.receive()
+                except ChannelError as exc:
+                    self._fail(Error.internal_error(f"transport read failed: {exc}"))
+                    return
+                if not data:
+                    break
+                lines = framer.feed(data)
+                channel.read_hint = framer.buffered
+                self._sync = True
+                try:
+                    for line in lines:
+                        pending = receive(line)
+                        if pending is not None:
+                            # Run the entry's first step here; only if it
+                            # suspends does anything need flushing first.
+                            try:
+                                yielded = pending.send(None)
+                            except StopIteration:
+                                pass
+                            else:
+                                self._sync = False
+                                self._flush()
+                                try:
+                                    await _resume(pending, yielded)
+                                finally:
+                                    self._sync = True
+                        if self._new_dynamic:
+                            await self._add_new_dynamic_handlers()
+                finally:
+                    self._sync = False
+            rest = framer.close()
+            if rest is not None:
+                pending = receive(rest)
+                if pending is not None:
+                    await pending
+            self._flush()
+        finally:
+            self._dispatch_task = None
+        await self._eof_sequence()
+
+    def _receive(self, line: bytes | OversizedLine) -> Coroutine[Any, Any, None] | None:
+        """Handle one line; returns a coroutine when handlers must run."""
+        if type(line) is not bytes:
+            return self._receive_oversized(line)  # type: ignore[arg-type]
+        try:
+            envelope = _wire.decode_envelope(line)
+        except msgspec.ValidationError:
+            return self._receive_non_object(line)
+        except msgspec.DecodeError:
+            self._receive_unparsable(line)
+            return None
+        params = envelope.params
+        result = envelope.result
+        error = envelope.error
+        kind = classify(
+            envelope.jsonrpc,
+            envelope.id,
+            envelope.method,
+            PARAMS_ABSENT if params is MISSING else memoryview(params)[0],
+            result is not MISSING,
+            error is not MISSING,
+        )
+        if kind == RESULT_RESPONSE:
+            return self._receive_response(envelope.id, SETTLED_OK, result)
+        if kind == REQUEST:
+            return self._receive_request(envelope.id, envelope.method, params, None)
+        if kind == NOTIFICATION:
+            return self._receive_notification(envelope.method, params)
+        if kind == ERROR_RESPONSE:
+            return self._receive_response(envelope.id, SETTLED_ERROR, Error.from_dict(error))
+        if kind == INVALID_CALL:
+            self._enqueue(_wire.encode_error(None, Error.invalid_request().to_dict()))
+        else:
+            log.debug("dropped an invalid response-shaped message: %.200r", line)
+        return None
+
+    def _receive_unparsable(self, line: bytes) -> None:
+        if not line.strip():
+            return  # whitespace between messages
+        text = line.decode("utf-8", "replace")
+        if len(text) > _LINE_ECHO:
+            text = text[:_LINE_ECHO] + f"... ({len(line)} bytes)"
+        self._enqueue(_wire.encode_error(None, Error.parse_error({"line": text}).to_dict()))
+
+    def _receive_oversized(self, line: OversizedLine) -> None:
+        # Too large to decode: answer what can be answered (§ "bad input gets
+        # a clear error and loses nothing").
+        request_id, shape = scan_head(line.head)
+        data = {
+            "reason": "message_too_large",
+            "size": line.size,
+            "limit": self._max_message_size,
+        }
+        log.warning("refused a %d-byte message (limit %d)", line.size, self._max_message_size)
+        if shape == SHAPE_RESPONSE or (
+            shape != SHAPE_CALL and type(request_id) is int and self._table.pending(request_id)
+        ):
+            request = self._table.take_response(request_id)
+            if request is not None:
+                self._settle(
+                    request,
+                    SETTLED_ERROR,
+                    Error.internal_error({**data, "method": request.method}),
+                )
+            return
+        answer_id = None if request_id is MISSING else request_id
+        self._enqueue(_wire.encode_error(answer_id, Error.invalid_request(data).to_dict()))
+
+    def _receive_non_object(self, line: bytes) -> Coroutine[Any, Any, None] | None:
+        value = _wire.loads(line)
+        if type(value) is list and value:
+            return self._receive_batch(value)
+        self._enqueue(_wire.encode_error(None, Error.invalid_request().to_dict()))
+        return None
+
+    async def _receive_batch(self, entries: list[Any]) -> None:
+        batch = _Batch(self)
+        for entry in entries:
+            if type(entry) is not dict:
+                line = _wire.encode_error(None, Error.invalid_request().to_dict())
+                batch.fill(batch.new_slot(), line)
+                continue
+            params = entry.get("params", MISSING)
+            kind = classify(
+                entry.get("jsonrpc", MISSING),
+                entry.get("id", MISSING),
+                entry.get("method", MISSING),
+                PARAMS_ABSENT if params is MISSING else params_head_of(params),
+                "result" in entry,
+                "error" in entry,
+            )
+            pending: Coroutine[Any, Any, None] | None = None
+            if kind == REQUEST:
+                pending = self._receive_request(entry["id"], entry["method"], params, batch)
+            elif kind == NOTIFICATION:
+                pending = self._receive_notification(entry["method"], params)
+            elif kind == RESULT_RESPONSE:
+                pending = self._receive_response(entry["id"], SETTLED_OK, entry["result"])
+            elif kind == ERROR_RESPONSE:
+                pending = self._receive_response(
+                    entry["id"], SETTLED_ERROR, Error.from_dict(entry["error"])
+                )
+            elif kind == INVALID_CALL:
+                line = _wire.encode_error(None, Error.invalid_request().to_dict())
+                batch.fill(batch.new_slot(), line)
+            if pending is not None:
+                await pending
+            if self._new_dynamic:
+                await self._add_new_dynamic_handlers()
+        batch.dispatched = True
+        batch.send_if_complete()
+
+    # -- responses -------------------------------------------------------------
+
+    def _receive_response(
+        self, request_id: Any, settlement: int, payload: Any
+    ) -> Coroutine[Any, Any, None] | None:
+        request = self._table.take_response(request_id)
+        if request is None:
+            log.warning("dropped a response with unknown id %r", request_id)
+            return None
+        if self._response_handlers or self._dynamic:
+            return self._dispatch_response(request, settlement, payload)
+        self._current_response = request
+        self._settle(request, settlement, payload)
+        self._current_response = None
+        barrier = self._barrier
+        if barrier is not None:
+            self._barrier = None
+            return self._run_barrier(barrier)
+        return None
+
+    async def _run_barrier(self, consumer: _Consumer) -> None:
+        try:
+            await consumer.run()
+        except Exception as exc:
+            self._fail(exc)
+
+    async def _dispatch_response(
+        self, request: OutgoingRequest, settlement: int, payload: Any
+    ) -> None:
+        router = ResponseRouter(self, request)  # disarms the request (§4.2)
+        result = payload if settlement == SETTLED_ERROR else decode_plain(payload)
+        self._current_response = request
+        try:
+            handlers = [
+                h
+                for h in (*self._response_handlers, *self._dynamic)
+                if h.active and h.kind == DISPATCH and h.method in (None, request.method)
+            ]
+            for handler in handlers:
+                dispatch = ResponseDispatch(result, router)
+                try:
+                    outcome = await handler.callback(dispatch, self)
+                except Exception as exc:
+                    if not router._done:
+                        router.route_with_error(
+                            exc if isinstance(exc, Error) else Error.internal_error(str(exc))
+                        )
+                    break
+                del dispatch
+                if isinstance(outcome, NotHandled):
+                    continue
+                break
+            else:
+                router._done = True
+                self._settle(request, settlement, payload)
+            del router
+        finally:
+            self._current_response = None
+        barrier = self._barrier
+        if barrier is not None:
+            self._barrier = None
+            await self._run_barrier(barrier)
+
+    # -- requests --------------------------------------------------------------
+
+    def _receive_request(
+        self, request_id: Any, method: str, params: Any, batch: _Batch | None
+    ) -> Coroutine[Any, Any, None] | None:
+        incoming = self._table.register_incoming(request_id)
+        responder: Responder[Any] = Responder(
+            self, incoming, method, batch, -1 if batch is None else batch.new_slot()
+        )
+        inner = None
+        if self._peels and method == SUCCESSOR_METHOD:
+            inner = peel_envelope(params)
+        chain = self._chain(REQUEST, method, inner)
+        if not chain and not self._dynamic and not self.role.has_default:
+            responder.respond_with_error(Error.method_not_found(method))
+            return None
+        return self._run_request(chain, method, params, inner, responder)
+
+    async def _run_request(
+        self,
+        chain: tuple[HandlerEntry, ...],
+        method: str,
+        params: Any,
+        inner: tuple[str, Any] | None,
+        responder: Responder[Any],
+    ) -> None:
+        retry = False
+        for handler in (*chain, *self._dynamic_for(REQUEST, method, inner)):
+            try:
+                message = handler.message(method, params, inner)
+            except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+                if not responder._done:
+                    responder.respond_with_error(
+                        invalid_params_error(exc, inner[1] if handler.unwraps and inner else params)
+                    )
+                return
+            try:
+                if handler.kind == DISPATCH:
+                    outcome = await handler.callback(RequestDispatch(message, responder), self)
+                else:
+                    outcome = await handler.callback(message, responder, self)
+            except Exception as exc:
+                self._answer_failure(responder, exc, handler)
+                return
+            if isinstance(outcome, NotHandled):
+                retry = retry or outcome.retry
+                if outcome.message is not None:
+                    method, params, inner = self._replace(outcome.message, handler, method, inner)
+                continue
+            return
+        if self.role.has_default:
+            dispatch: Any = RequestDispatch(UntypedMessage._from_raw(method, params), responder)
+            try:
+                outcome = await self.role.default_dispatch(dispatch, self)
+            except Exception as exc:
+                self._answer_failure(responder, exc, None)
+                return
+            if not isinstance(outcome, NotHandled):
+                return
+        if retry:
+            self._parked.append((REQUEST, method, params, responder))
+        elif not responder._done:
+            responder.respond_with_error(Error.method_not_found(method))
+
+    def _answer_failure(
+        self, responder: Responder[Any], exc: Exception, handler: HandlerEntry | None
+    ) -> None:
+        if isinstance(exc, Error):
+            error = exc
+        else:
+            log.error(
+                "request handler %s for %r raised",
+                getattr(handler.callback if handler else None, "__qualname__", "?"),
+                responder.method,
+                exc_info=exc,
+            )
+            error = Error.internal_error({"details": f"{type(exc).__name__}: {exc}"[:1000]})
+        if not responder._done:
+            responder.respond_with_error(error)
+
+    # -- notifications ------------------------------------------------------------
+
+    def _receive_notification(self, method: str, params: Any) -> Coroutine[Any, Any, None] | None:
+        inner = None
+        if method == SUCCESSOR_METHOD or method == CANCEL_REQUEST_METHOD:
+            if not self._record_cancellation(method, params):
+                return None
+            if self._peels and method == SUCCESSOR_METHOD:
+                inner = peel_envelope(params)
+        chain = self._chain(NOTIFICATION, method, inner)
+        if not chain and not self._dynamic and not self.role.has_default:
+            return None
+        return self._run_notification(chain, method, params, inner)
+
+    def _record_cancellation(self, method: str, params: Any) -> bool:
+        """The cancellation pre-step (§4.5): mark before any handler runs.
+
+        Returns False when a malformed ``$/cancel_request`` must stop here.
+        """
+        while method == SUCCESSOR_METHOD:
+            peeled = peel_envelope(params)
+            if peeled is None:
+                return True  # a malformed envelope is an ordinary notification
+            method, params = peeled
+        if method != CANCEL_REQUEST_METHOD:
+            return True
+        try:
+            value = decode_plain(params)
+        except msgspec.DecodeError:
+            value = None
+        if (
+            not isinstance(value, dict)
+            or "requestId" not in value
+            or not is_valid_id(value["requestId"])
+        ):
+            log.warning("ignored a malformed $/cancel_request: %.200r", value)
+            return False
+        incoming = self._table.cancel_incoming(value["requestId"])
+        if incoming is not None and incoming.marker is not None:
+            incoming.marker.fire()  # type: ignore[attr-defined]
+        return True
+
+    async def _run_notification(
+        self,
+        chain: tuple[HandlerEntry, ...],
+        method: str,
+        params: Any,
+        inner: tuple[str, Any] | None,
+    ) -> None:
+        retry = False
+        for handler in (*chain, *self._dynamic_for(NOTIFICATION, method, inner)):
+            try:
+                message = handler.message(method, params, inner)
+            except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+                log.warning("notification %r has invalid params: %s", method, exc)
+                return
+            try:
+                if handler.kind == DISPATCH:
+                    outcome = await handler.callback(NotificationDispatch(message), self)
+                else:
+                    outcome = await handler.callback(message, self)
+            except Exception as exc:
+                log.error("notification handler for %r raised", method, exc_info=exc)
+                return
+            if isinstance(outcome, NotHandled):
+                retry = retry or outcome.retry
+                if outcome.message is not None:
+                    method, params, inner = self._replace(outcome.message, handler, method, inner)
+                continue
+            return
+        if self.role.has_default:
+            dispatch = NotificationDispatch(UntypedMessage._from_raw(method, params))
+            try:
+                outcome = await self.role.default_dispatch(dispatch, self)
+            except Exception as exc:
+                log.error("default handling of %r failed", method, exc_info=exc)
+                return
+            if not isinstance(outcome, NotHandled):
+                return
+        if retry:
+            self._parked.append((NOTIFICATION, method, params, None))
+
+    def _replace(
+        self, message: Any, handler: HandlerEntry, method: str, inner: tuple[str, Any] | None
+    ) -> tuple[str, Any, tuple[str, Any] | None]:
+        # A declining handler passed on a modified message. A successor-style
+        # handler saw the unwrapped message, so re-wrap it (§2.1).
+        new_method, new_params = method_of(message), wire_params(message)
+        if handler.unwraps and inner is not None:
+            return method, _envelope(new_method, new_params), (new_method, new_params)
+        return new_method, new_params, None
+
+    # -- handler chains --------------------------------------------------------
+
+    def _chain(
+        self, kind: int, method: str, inner: tuple[str, Any] | None
+    ) -> tuple[HandlerEntry, ...]:
+        inner_method = None if inner is None else inner[0]
+        key = (kind, method, inner_method)
+        chain = self._chains.get(key)
+        if chain is None:
+            chain = tuple(h for h in self._handlers if h.matches(kind, method, inner_method))
+            if len(self._chains) < 1024:
+                self._chains[key] = chain
+        return chain
+
+    def _dynamic_for(
+        self, kind: int, method: str, inner: tuple[str, Any] | None
+    ) -> list[HandlerEntry]:
+        if not self._dynamic:
+            return []
+        inner_method = None if inner is None else inner[0]
+        return [h for h in self._dynamic if h.active and h.matches(kind, method, inner_method)]
+
+    async def _add_new_dynamic_handlers(self) -> None:
+        new, self._new_dynamic = self._new_dynamic, []
+        self._dynamic = [h for h in self._dynamic if h.active]
+        for handler in new:
+            self._dynamic.append(handler)
+            # Replay parked entries to the new handler first (§2.5).
+            parked, self._parked = self._parked, []
+            for entry in parked:
+                kind, method, params, responder = entry
+                inner = (
+                    peel_envelope(params) if self._peels and method == SUCCESSOR_METHOD else None
+                )
+                if not handler.active or not handler.matches(
+                    kind, method, None if inner is None else inner[0]
+                ):
+                    self._parked.append(entry)
+                    continue
+                if not await self._offer(handler, kind, method, params, inner, responder):
+                    self._parked.append(entry)
+
+    async def _offer(
+        self,
+        handler: HandlerEntry,
+        kind: int,
+        method: str,
+        params: Any,
+        inner: tuple[str, Any] | None,
+        responder: Responder[Any] | None,
+    ) -> bool:
+        try:
+            message = handler.message(method, params, inner)
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            if responder is not None and not responder._done:
+                responder.respond_with_error(invalid_params_error(exc, params))
+            return True
+        try:
+            if responder is None:
+                if handler.kind == DISPATCH:
+                    outcome = await handler.callback(NotificationDispatch(message), self)
+                else:
+                    outcome = await handler.callback(message, self)
+            elif handler.kind == DISPATCH:
+                outcome = await handler.callback(RequestDispatch(message, responder), self)
+            else:
+                outcome = await handler.callback(message, responder, self)
+        except Exception as exc:
+            if responder is not None:
+                self._answer_failure(responder, exc, handler)
+            else:
+                log.error("dynamic handler for %r raised", method, exc_info=exc)
+            return True
+        return not isinstance(outcome, NotHandled)
+
+    # == lifecycle ==========================================================
+
+    def _start(
+        self, group: anyio.abc.TaskGroup, runners: list[Callable[..., Awaitable[object]]]
+    ) -> None:
+        self._task_group = group
+        self._running = True
+        group.start_soon(self._backend.run)
+        group.start_soon(self._run_channel)
+        group.start_soon(self._serve_incoming)
+        for runner in runners:
+            group.start_soon(self._run_spawned, runner, (self,))
+
+    async def _run_channel(self) -> None:
+        await self._channel.run()
+        failure = self._channel._failure
+        if failure is not None:
+            self._fail(Error.internal_error(f"transport write failed: {failure}"))
+
+    async def _run_spawned(
+        self, function: Callable[..., Awaitable[object]], args: tuple[Any, ...]
+    ) -> None:
+        try:
+            await function(*args)
+        except Exception as exc:
+            self._fail(exc)
+
+    def _fail(self, error: BaseException) -> None:
+        """The connection fails with ``error`` (the first one wins)."""
+        if self._in_close_callbacks:
+            # A failure caused by EOF itself must not cut the on_close
+            # callbacks short, and a close error beats it (§2.6).
+            self._deferred_errors.append(error)
+            return
+        if self._error is None:
+            self._error = error
+        self._stop()
+
+    def _stop(self) -> None:
+        self._running = False
+        if self._task_group is not None:
+            self._task_group.cancel_scope.cancel()
+
+    async def _eof_sequence(self) -> None:
+        table = self._table
+        table.closing = True
+        for request in table.fail_all():
+            self._settle(request, SETTLED_ERROR, Error.incoming_transport_closed(request.method))
+        self._in_close_callbacks = True
+        close_error: BaseException | None = None
+        try:
+            for callback in self._close_callbacks:
+                try:
+                    await callback()
+                except Exception as exc:
+                    if close_error is None:
+                        close_error = exc
+        finally:
+            self._in_close_callbacks = False
+        self._closed.set()
+        if close_error is None and self._deferred_errors:
+            close_error = self._deferred_errors[0]
+        if close_error is not None:
+            self._fail(close_error)
+            return
+        if self._reactive:
+            # connect_to: flush what is queued (answers included), then stop.
+            await self._drain()
+            self._finished.set()
+
+    async def _drain(self) -> None:
+        self._flush()
+        try:
+            await self._channel.drain()
+        except ChannelError:
+            pass
+
+    def _shutdown(self) -> None:
+        """After the task group ended: settle what is left, refuse new sends."""
+        self._running = False
+        self._flush()
+        self._output_closed = True
+        for request in self._table.fail_all():
+            self._settle(request, SETTLED_LOST, None)
+
+
+def _envelope(method: str, params: Any) -> dict[str, Any]:
+    if params is None:
+        return {"method": method}
+    return {"method": method, "params": params}

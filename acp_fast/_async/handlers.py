@@ -1,0 +1,115 @@
+"""Handler entries: which incoming messages a callback claims, and from whom.
+
+A connection offers each incoming entry to its handlers in registration
+order (rust-sdk-semantics §2.2). An entry is matched by kind (request,
+notification, or any for dispatch handlers), by method (a schema class's
+``METHOD``, a method name, or every method), and by peer:
+
+* COUNTERPART (no ``peer=``): every message, ``_proxy/successor`` envelopes
+  included and not unwrapped;
+* PREDECESSOR (a proxy's client side): messages that are not envelopes;
+* SUCCESSOR (a proxy's agent side): envelopes only, unwrapped for the
+  callback (and re-wrapped if it declines with a modified message).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Final
+
+from .._core import NOTIFICATION, REQUEST
+from .messages import SUCCESSOR_METHOD, UntypedMessage, decode_params
+
+if TYPE_CHECKING:
+    from .roles import Role
+
+__all__ = ("DISPATCH", "NOTIFICATION", "REQUEST", "HandlerEntry", "PeerStyle", "peer_style_for")
+
+DISPATCH: Final = 7  # a handler for every kind of entry
+
+
+class PeerStyle(enum.Enum):
+    COUNTERPART = "counterpart"
+    PREDECESSOR = "predecessor"
+    SUCCESSOR = "successor"
+
+
+def peer_style_for(role: Role, peer: Any) -> PeerStyle:
+    """How ``role`` talks to ``peer`` (a role class such as ``acp.Agent``)."""
+    style = role.peers.get(peer)
+    if style is None:
+        names = ", ".join(p.__name__ for p in role.peers)
+        raise ValueError(
+            f"{getattr(peer, '__name__', peer)!r} is not a peer of a {type(role).__name__} "
+            f"connection (its peers: {names})"
+        )
+    return style
+
+
+class HandlerEntry:
+    """One handler: a callback and what it claims."""
+
+    __slots__ = ("active", "callback", "kind", "message_type", "method", "peer_style")
+
+    def __init__(
+        self,
+        kind: int,
+        callback: Callable[..., Awaitable[Any]],
+        message_type: type | None = None,
+        method: str | None = None,
+        peer_style: PeerStyle = PeerStyle.COUNTERPART,
+    ) -> None:
+        self.kind = kind
+        self.callback = callback
+        self.message_type = message_type
+        self.method = method
+        self.peer_style = peer_style
+        self.active = True
+
+    @classmethod
+    def create(
+        cls,
+        kind: int,
+        callback: Callable[..., Any],
+        message_type: type | str | None = None,
+        peer_style: PeerStyle = PeerStyle.COUNTERPART,
+    ) -> HandlerEntry:
+        """Build an entry from what a builder method was given."""
+        if isinstance(message_type, str):
+            return cls(kind, callback, None, message_type, peer_style)
+        if message_type is None or message_type is UntypedMessage:
+            return cls(kind, callback, None, None, peer_style)
+        method = getattr(message_type, "METHOD", None)
+        if type(method) is not str:
+            raise TypeError(
+                f"{message_type!r} is not an ACP message class (no METHOD); pass a class "
+                "from acp_fast.schema, a method name, or nothing"
+            )
+        return cls(kind, callback, message_type, method, peer_style)
+
+    @property
+    def unwraps(self) -> bool:
+        return self.peer_style is PeerStyle.SUCCESSOR
+
+    def matches(self, kind: int, method: str, inner_method: str | None) -> bool:
+        if self.kind != DISPATCH and self.kind != kind:
+            return False
+        style = self.peer_style
+        if style is PeerStyle.SUCCESSOR:
+            if inner_method is None:
+                return False
+            method = inner_method
+        elif style is PeerStyle.PREDECESSOR and method == SUCCESSOR_METHOD:
+            return False
+        return self.method is None or self.method == method
+
+    def message(self, method: str, params: Any, inner: tuple[str, Any] | None) -> Any:
+        """The message object this handler's callback receives."""
+        if self.peer_style is PeerStyle.SUCCESSOR and inner is not None:
+            method, params = inner
+        return decode_params(self.message_type, method, params)
+
+    def __repr__(self) -> str:
+        kind = {REQUEST: "request", NOTIFICATION: "notification", DISPATCH: "dispatch"}[self.kind]
+        return f"<HandlerEntry {kind} {self.method or '*'} {self.peer_style.value}>"

@@ -1,0 +1,19 @@
+"""Transports: what a connection runs over.
+
+A transport is a description (which descriptors, which command, which
+streams); ``builder.connect*`` opens it on the running event loop as a
+Channel (see _channel.py) and closes it when the connection ends.
+
+* ``stdio()``: this process's stdin and stdout, whatever kind of file they are;
+* ``ByteStreams(receive_stream, send_stream)``: any anyio byte streams;
+* ``Subprocess(command, ...)``: a child process's stdin/stdout, shut down
+  gracefully (close its stdin, wait, terminate, kill) when the connection ends;
+* ``acp_fast.testing.memory_pair()``: two in-process ends, no system calls.
+"""
+
+from __future__ import annotations
+
+from .base import ByteStreams, FdTransport, Transport, stdio
+from .subprocess import Subprocess
+
+__all__ = ("ByteStreams", "FdTransport", "Subprocess", "Transport", "stdio")
