@@ -21,7 +21,6 @@ request still pending fails with "never received".
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
@@ -31,7 +30,15 @@ import anyio
 from .._core._framing_py import DEFAULT_MAX_LINE
 from ._backend import current_backend
 from .connection import ConnectionTo
-from .handlers import DISPATCH, NOTIFICATION, REQUEST, HandlerEntry, PeerStyle, peer_style_for
+from .handlers import (
+    DISPATCH,
+    NOTIFICATION,
+    REQUEST,
+    HandlerEntry,
+    PeerStyle,
+    as_async,
+    peer_style_for,
+)
 
 if TYPE_CHECKING:
     from .._transports import Transport
@@ -46,20 +53,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 # How long leaving ``connect``/``connect_with`` waits for queued output to
 # reach the transport before it gives up on it.
 DRAIN_TIMEOUT = 5.0
-
-
-def _as_async(callback: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
-    if inspect.iscoroutinefunction(callback):
-        return callback
-
-    async def call(*args: Any) -> Any:
-        result = callback(*args)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
-
-    call.__qualname__ = getattr(callback, "__qualname__", repr(callback))
-    return call
 
 
 class Builder(Generic[R]):
@@ -172,11 +165,11 @@ class Builder(Generic[R]):
             chosen = handler if message_type is None else message_type
 
             def decorate(function: F) -> F:
-                self._handlers.append(HandlerEntry.create(kind, _as_async(function), chosen, style))
+                self._handlers.append(HandlerEntry.create(kind, as_async(function), chosen, style))
                 return function
 
             return decorate
-        self._handlers.append(HandlerEntry.create(kind, _as_async(handler), message_type, style))
+        self._handlers.append(HandlerEntry.create(kind, as_async(handler), message_type, style))
         return self
 
     def with_handler(self, handler: HandlerEntry) -> Builder[R]:
@@ -197,7 +190,7 @@ class Builder(Generic[R]):
         """Run ``callback()`` when the peer's output ends (after pending
         requests failed). Callbacks run in order; if one raises, the
         connection fails with the first such error."""
-        self._close_callbacks.append(_as_async(callback))
+        self._close_callbacks.append(as_async(callback))
         return self
 
     def with_spawned(
@@ -257,6 +250,12 @@ class _Connecting(Generic[R]):
             await self._channel_context.__aexit__(None, None, None)
             raise
         conn._start(self._group, list(builder._runners))
+        # The block runs in a cancel scope of its own, cancelled when the
+        # connection fails. Its exceptions then never pass through the task
+        # group, which would wrap them in an ExceptionGroup.
+        self._scope = anyio.CancelScope()
+        self._scope.__enter__()
+        conn._body_scope = self._scope
         self._conn = conn
         return conn
 
@@ -268,7 +267,9 @@ class _Connecting(Generic[R]):
     ) -> bool:
         conn = self._conn
         assert conn is not None
-        suppressed = False
+        # True when the block was cancelled because the connection failed.
+        suppressed = bool(self._scope.__exit__(exc_type, exc, traceback))
+        conn._body_scope = None
         try:
             if exc is None and conn._error is None:
                 # What the block queued last (a final notification, say) should
@@ -276,7 +277,7 @@ class _Connecting(Generic[R]):
                 with anyio.move_on_after(DRAIN_TIMEOUT, shield=True):
                     await conn._drain()
             conn._stop()
-            suppressed = bool(await self._group.__aexit__(exc_type, exc, traceback))
+            await self._group.__aexit__(None, None, None)
         finally:
             conn._shutdown()
             with anyio.CancelScope(shield=True):

@@ -243,6 +243,7 @@ class ConnectionTo(Generic[R]):
         # Lifecycle.
         self._dispatch_task: object = None
         self._task_group: anyio.abc.TaskGroup | None = None
+        self._body_scope: anyio.CancelScope | None = None  # the user's block
         self._running = False
         self._error: BaseException | None = None
         self._in_close_callbacks = False
@@ -335,10 +336,13 @@ class ConnectionTo(Generic[R]):
 
         If it raises, the whole connection fails with that error.
         """
-        group = self._task_group
-        if group is None or not self._running:
+        self._check_running()
+        assert self._task_group is not None
+        self._task_group.start_soon(self._run_spawned, function, args)
+
+    def _check_running(self) -> None:
+        if self._task_group is None or not self._running:
             raise Error.internal_error("connection is no longer running")
-        group.start_soon(self._run_spawned, function, args)
 
     async def incoming_closed(self) -> None:
         """Return once the peer's output ended and the EOF sequence ran."""
@@ -1060,7 +1064,13 @@ class ConnectionTo(Generic[R]):
 
     def _stop(self) -> None:
         self._running = False
-        if self._task_group is not None:
+        if self._body_scope is not None:
+            # The user's block runs: cancel it alone. Its scope sits inside the
+            # task group's, and a scope only swallows its own cancellation
+            # when no enclosing scope is cancelled too. The block's end then
+            # stops the background tasks (this runs again, scope cleared).
+            self._body_scope.cancel()
+        elif self._task_group is not None:
             self._task_group.cancel_scope.cancel()
 
     async def _eof_sequence(self) -> None:

@@ -15,6 +15,7 @@ notification, or any for dispatch handlers), by method (a schema class's
 from __future__ import annotations
 
 import enum
+import inspect
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
@@ -88,6 +89,23 @@ class HandlerEntry:
             )
         return cls(kind, callback, message_type, method, peer_style)
 
+    @classmethod
+    def request(cls, callback: Callable[..., Any], message_type: type | str | None = None) -> HandlerEntry:
+        """A request handler for ``cx.add_dynamic_handler``."""
+        return cls.create(REQUEST, as_async(callback), message_type)
+
+    @classmethod
+    def notification(
+        cls, callback: Callable[..., Any], message_type: type | str | None = None
+    ) -> HandlerEntry:
+        """A notification handler for ``cx.add_dynamic_handler``."""
+        return cls.create(NOTIFICATION, as_async(callback), message_type)
+
+    @classmethod
+    def dispatch(cls, callback: Callable[..., Any], message_type: type | str | None = None) -> HandlerEntry:
+        """A dispatch handler for ``cx.add_dynamic_handler``."""
+        return cls.create(DISPATCH, as_async(callback), message_type)
+
     @property
     def unwraps(self) -> bool:
         return self.peer_style is PeerStyle.SUCCESSOR
@@ -113,3 +131,18 @@ class HandlerEntry:
     def __repr__(self) -> str:
         kind = {REQUEST: "request", NOTIFICATION: "notification", DISPATCH: "dispatch"}[self.kind]
         return f"<HandlerEntry {kind} {self.method or '*'} {self.peer_style.value}>"
+
+
+def as_async(callback: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
+    """``callback`` as an async function (a plain function is wrapped)."""
+    if inspect.iscoroutinefunction(callback):
+        return callback
+
+    async def call(*args: Any) -> Any:
+        result = callback(*args)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    call.__qualname__ = getattr(callback, "__qualname__", repr(callback))
+    return call

@@ -15,7 +15,8 @@ rules of rust-sdk-semantics §3.2 and §3.7 in Python form:
 * Python forms of "dropping" (§7.5): cancelling the task that awaits the
   response sends the cancel (if still armed); garbage-collecting a handle that
   was never consumed sends it too, and warns, like a coroutine never awaited.
-  ``detach()`` is the way to send and forget.
+  ``detach()`` is the way to send and forget (a cancellation handle taken
+  earlier can still stop it).
 * A ``PreparedRequest`` is not on the wire until a consuming method publishes
   it. Callback consumers are attached before publication, and forwarded
   cancellation sources are watched only after it, so a cancel can neither be
@@ -259,7 +260,7 @@ class SentRequest(_Handle[T]):
     cancellation, or the local failure (EOF, ...).
     """
 
-    __slots__ = ("_consumed", "__weakref__")
+    __slots__ = ("_consumed", "_detached", "__weakref__")
 
     def __init__(
         self,
@@ -271,6 +272,7 @@ class SentRequest(_Handle[T]):
     ) -> None:
         super().__init__(conn, request, response_type, maps, sources)
         self._consumed = False
+        self._detached = False
 
     def __repr__(self) -> str:
         return f"<SentRequest id={self.id!r} method={self.method!r}>"
@@ -284,6 +286,8 @@ class SentRequest(_Handle[T]):
         does not discard the answer: awaiting the request still returns the
         peer's result or raises its -32800.
         """
+        if self._detached:
+            return
         request = self._request
         if request.take_armed():
             self._conn._send_cancel(request)
@@ -310,10 +314,14 @@ class SentRequest(_Handle[T]):
     def detach(self) -> None:
         """Let the request run without waiting for its answer.
 
-        No ``$/cancel_request`` is ever sent for it; the answer is discarded.
+        The answer is discarded when it comes, and neither this handle nor
+        its garbage collection will ever send a ``$/cancel_request``. A
+        cancellation handle taken before detaching can still cancel the
+        request while it is pending (the Rust SDK disarms those too; keeping
+        them lets "fire and forget, but stoppable" work).
         """
         self._take()
-        self._request.disarm()
+        self._detached = True
 
     def block_task(self) -> Awaitable[T]:
         """The answer, as an awaitable (``await sent`` does the same)."""
@@ -381,6 +389,7 @@ class SentRequest(_Handle[T]):
         self._attach(_ForwardConsumer(self, responder))
 
     def _attach(self, consumer: _Consumer) -> None:
+        self._conn._check_running()
         request = self._request
         if request.settlement != UNSETTLED:
             # Already answered (or failed at creation): no barrier applies.
@@ -470,10 +479,13 @@ class PreparedRequest(_Handle[T]):
         return self.block_task().__await__()
 
     def detach(self) -> None:
-        """Publish and forget; raises the error if publication failed."""
+        """Publish and forget; raises the error if publication failed.
+
+        As with ``SentRequest.detach``, a cancellation handle taken earlier
+        can still cancel the request while it is pending.
+        """
         sent = self._sent()
-        sent._take()
-        self._request.disarm()
+        sent.detach()
         self._conn._publish(self._request, self._payload)
         request = self._request
         if request.settlement == SETTLED_ERROR:
@@ -500,6 +512,8 @@ class PreparedRequest(_Handle[T]):
     def _publish_with(self, consumer: _Consumer) -> None:
         # The consumer is in place before the request can be answered, and
         # sources are watched only once the request is armed on the wire.
+        # A callback needs the connection to run it: refuse before publishing.
+        self._conn._check_running()
         request = self._request
         request.ordered = True
         request.consumer = consumer
@@ -533,8 +547,8 @@ class RequestCancellationHandle:
 
     ``cancel()`` sends exactly one ``$/cancel_request`` over all handles,
     clones and the request's own ``cancel()``; it does nothing before
-    publication, after the answer, or after ``detach()``. Dropping a handle
-    does nothing.
+    publication (and is not remembered) or after the answer. Dropping a
+    handle does nothing.
     """
 
     __slots__ = ("_conn", "_request")

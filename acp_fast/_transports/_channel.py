@@ -110,9 +110,17 @@ class Channel:
             writer.set()
 
     async def run(self) -> None:
-        """Write held data as the transport accepts it (one task per channel)."""
+        """Write held data as the transport accepts it (one task per channel).
+
+        Returns once the output was ended (close_write) or failed.
+        """
         while True:
-            while not self._held and not self._eof_requested:
+            while not self._held:
+                if self._write_closed or self._failure is not None:
+                    return
+                if self._eof_requested:
+                    self._close_output()
+                    return
                 self._writer = self.backend.new_waiter()
                 await self._writer.wait()
             while self._held:
@@ -129,13 +137,14 @@ class Channel:
                 self._held[0] = data[written:]
                 await self._wait_writable()
             self._release_drainers()
-            if self._eof_requested and not self._write_closed:
-                self._write_closed = True
-                try:
-                    self._end_output()
-                except OSError:
-                    pass
-                self._release_drainers()
+
+    def _close_output(self) -> None:
+        self._write_closed = True
+        try:
+            self._end_output()
+        except OSError:
+            pass
+        self._release_drainers()
 
     async def drain(self) -> None:
         """Wait until everything written so far was handed to the OS."""
@@ -154,11 +163,8 @@ class Channel:
         await self.drain()
         self._eof_requested = True
         if not self._held:
-            self._write_closed = True
-            try:
-                self._end_output()
-            except OSError:
-                pass
+            self._close_output()
+        self._wake_writer()
 
     def _end_output(self) -> None:
         raise NotImplementedError
@@ -343,24 +349,26 @@ class StreamChannel(Channel):
 
     async def run(self) -> None:
         while True:
-            while not self._held and not self._eof_requested:
+            while not self._held:
+                if self._write_closed or self._failure is not None:
+                    return
+                if self._eof_requested:
+                    self._write_closed = True
+                    await self._send_eof()
+                    self._release_drainers()
+                    return
                 self._writer = self.backend.new_waiter()
                 await self._writer.wait()
-            if self._held:
-                data = b"".join(self._held)
-                size = self._held_size
-                self._held.clear()
-                try:
-                    await self._send_stream.send(data)
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-                    self._fail(exc)
-                    return
-                self._held_size -= size
-                continue
-            self._release_drainers()
-            if self._eof_requested and not self._write_closed:
-                self._write_closed = True
-                await self._send_eof()
+            data = b"".join(self._held)
+            size = self._held_size
+            self._held.clear()
+            try:
+                await self._send_stream.send(data)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                self._fail(exc)
+                return
+            self._held_size -= size
+            if not self._held:
                 self._release_drainers()
 
     async def drain(self) -> None:
