@@ -62,7 +62,7 @@ encode_payload: Final = _encoder.encode
 """Encode any payload (dict, list, msgspec.Struct, Raw, ...) to JSON bytes."""
 
 
-def params_head(raw: msgspec.Raw) -> int:
+def params_head(raw: Any) -> int:
     """The first byte of a raw params value, or PARAMS_ABSENT."""
     if raw is MISSING:
         return PARAMS_ABSENT

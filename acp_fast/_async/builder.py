@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 import anyio
 
 from .._core._framing_py import DEFAULT_MAX_LINE
+from .._errors import Error
 from ._backend import current_backend
 from .connection import ConnectionTo
 from .handlers import (
@@ -88,6 +89,12 @@ class Builder(Generic[R]):
 
     # -- handlers ------------------------------------------------------------
 
+    # A class is callable too: the decorator form must come first.
+    @overload
+    def on_receive_request(  # type: ignore[overload-overlap]
+        self, handler: type | str | None = None, *, peer: Any = None
+    ) -> Callable[[F], F]: ...
+
     @overload
     def on_receive_request(
         self,
@@ -96,11 +103,6 @@ class Builder(Generic[R]):
         *,
         peer: Any = None,
     ) -> Builder[R]: ...
-
-    @overload
-    def on_receive_request(
-        self, handler: type | str | None = None, *, peer: Any = None
-    ) -> Callable[[F], F]: ...
 
     def on_receive_request(
         self, handler: Any = None, message_type: Any = None, *, peer: Any = None
@@ -114,6 +116,12 @@ class Builder(Generic[R]):
         """
         return self._register(REQUEST, handler, message_type, peer)
 
+    # A class is callable too: the decorator form must come first.
+    @overload
+    def on_receive_notification(  # type: ignore[overload-overlap]
+        self, handler: type | str | None = None, *, peer: Any = None
+    ) -> Callable[[F], F]: ...
+
     @overload
     def on_receive_notification(
         self,
@@ -122,11 +130,6 @@ class Builder(Generic[R]):
         *,
         peer: Any = None,
     ) -> Builder[R]: ...
-
-    @overload
-    def on_receive_notification(
-        self, handler: type | str | None = None, *, peer: Any = None
-    ) -> Callable[[F], F]: ...
 
     def on_receive_notification(
         self, handler: Any = None, message_type: Any = None, *, peer: Any = None
@@ -134,6 +137,12 @@ class Builder(Generic[R]):
         """Handle notifications: ``async def handler(notification, cx)``."""
         return self._register(NOTIFICATION, handler, message_type, peer)
 
+    # A class is callable too: the decorator form must come first.
+    @overload
+    def on_receive_dispatch(  # type: ignore[overload-overlap]
+        self, handler: type | str | None = None, *, peer: Any = None
+    ) -> Callable[[F], F]: ...
+
     @overload
     def on_receive_dispatch(
         self,
@@ -142,11 +151,6 @@ class Builder(Generic[R]):
         *,
         peer: Any = None,
     ) -> Builder[R]: ...
-
-    @overload
-    def on_receive_dispatch(
-        self, handler: type | str | None = None, *, peer: Any = None
-    ) -> Callable[[F], F]: ...
 
     def on_receive_dispatch(
         self, handler: Any = None, message_type: Any = None, *, peer: Any = None
@@ -264,11 +268,13 @@ class _Connecting(Generic[R]):
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         traceback: TracebackType | None,
-    ) -> bool:
+    ) -> None:
         conn = self._conn
         assert conn is not None
         # True when the block was cancelled because the connection failed.
-        suppressed = bool(self._scope.__exit__(exc_type, exc, traceback))
+        # (trio's scopes also return True on a clean exit: only an exception
+        # can be suppressed.)
+        suppressed = bool(self._scope.__exit__(exc_type, exc, traceback)) and exc is not None
         conn._body_scope = None
         try:
             if exc is None and conn._error is None:
@@ -282,8 +288,11 @@ class _Connecting(Generic[R]):
             conn._shutdown()
             with anyio.CancelScope(shield=True):
                 await self._channel_context.__aexit__(None, None, None)
-        if (exc is None or suppressed) and conn._error is not None:
-            error = conn._error
-            conn._error = None
+        error = conn._error
+        conn._error = None
+        if suppressed:
+            # The block was cancelled because the connection failed: raise
+            # why (returning would re-raise the block's cancellation).
+            raise error if error is not None else Error.internal_error("connection stopped")
+        if exc is None and error is not None:
             raise error
-        return suppressed

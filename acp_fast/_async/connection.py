@@ -33,7 +33,7 @@ import logging
 import random
 import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import anyio
 import msgspec
@@ -63,7 +63,7 @@ from .._core import (
 from .._errors import Error
 from .._transports._channel import Channel, ChannelError
 from . import _wire
-from ._backend import Backend
+from ._backend import Backend, Waiter
 from .handlers import (
     DISPATCH,
     HandlerEntry,
@@ -528,7 +528,7 @@ class ConnectionTo(Generic[R]):
             else:
                 self._run_late_consumer(consumer)
         else:
-            consumer.set()  # a task awaiting the request
+            cast(Waiter, consumer).set()  # a task awaiting the request
 
     def _settle_from_anywhere(self, request: OutgoingRequest, settlement: int, value: Any) -> None:
         if self._backend.in_loop_thread():
@@ -605,7 +605,8 @@ class ConnectionTo(Generic[R]):
     def _receive(self, line: bytes | OversizedLine) -> Coroutine[Any, Any, None] | None:
         """Handle one line; returns a coroutine when handlers must run."""
         if type(line) is not bytes:
-            return self._receive_oversized(line)  # type: ignore[arg-type]
+            self._receive_oversized(cast(OversizedLine, line))
+            return None
         try:
             envelope = _wire.decode_envelope(line)
         except msgspec.ValidationError:
@@ -613,9 +614,9 @@ class ConnectionTo(Generic[R]):
         except msgspec.DecodeError:
             self._receive_unparsable(line)
             return None
-        params = envelope.params
-        result = envelope.result
-        error = envelope.error
+        params: Any = envelope.params
+        result: Any = envelope.result
+        error: Any = envelope.error
         kind = classify(
             envelope.jsonrpc,
             envelope.id,

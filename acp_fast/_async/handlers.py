@@ -90,7 +90,9 @@ class HandlerEntry:
         return cls(kind, callback, message_type, method, peer_style)
 
     @classmethod
-    def request(cls, callback: Callable[..., Any], message_type: type | str | None = None) -> HandlerEntry:
+    def request(
+        cls, callback: Callable[..., Any], message_type: type | str | None = None
+    ) -> HandlerEntry:
         """A request handler for ``cx.add_dynamic_handler``."""
         return cls.create(REQUEST, as_async(callback), message_type)
 
@@ -102,7 +104,9 @@ class HandlerEntry:
         return cls.create(NOTIFICATION, as_async(callback), message_type)
 
     @classmethod
-    def dispatch(cls, callback: Callable[..., Any], message_type: type | str | None = None) -> HandlerEntry:
+    def dispatch(
+        cls, callback: Callable[..., Any], message_type: type | str | None = None
+    ) -> HandlerEntry:
         """A dispatch handler for ``cx.add_dynamic_handler``."""
         return cls.create(DISPATCH, as_async(callback), message_type)
 

@@ -101,7 +101,7 @@ class UntypedMessage:
 def method_of(message: object) -> str:
     """The wire method of a typed or untyped message."""
     if type(message) is UntypedMessage:
-        return message.method  # type: ignore[attr-defined, no-any-return]
+        return message.method
     method = getattr(type(message), "METHOD", None)
     if type(method) is not str:
         raise TypeError(
@@ -114,7 +114,7 @@ def method_of(message: object) -> str:
 def wire_params(message: object) -> Any:
     """What to write as a message's params (None: no params key)."""
     if type(message) is UntypedMessage:
-        return message._wire_params()  # type: ignore[attr-defined]
+        return message._wire_params()
     return message
 
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 import inspect
 import warnings
 from collections.abc import Awaitable, Callable, Generator
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import msgspec
 
@@ -196,12 +196,12 @@ class _Handle(Generic[T]):
     @property
     def id(self) -> int:
         """The JSON-RPC id of the request (on this connection)."""
-        return self._request.id  # type: ignore[no-any-return]
+        return self._request.id
 
     @property
     def method(self) -> str:
         """The request's method (for an envelope: the inner method)."""
-        return self._request.method  # type: ignore[no-any-return]
+        return self._request.method
 
     def cancellation_handle(self) -> RequestCancellationHandle:
         """A handle that cancels this request, sharing its once-only state.
@@ -230,7 +230,7 @@ class _Handle(Generic[T]):
                 value = function(value)
             return value
         if settlement == SETTLED_ERROR:
-            raise request.value
+            raise cast(Error, request.value)
         raise Error.never_received(request.method)
 
     def _watch_sources(self) -> None:
@@ -357,7 +357,7 @@ class SentRequest(_Handle[T]):
                 raise
             finally:
                 _unwatch(request)
-        return self._result()  # type: ignore[no-any-return]
+        return cast(T, self._result())
 
     def on_receiving_result(self, callback: Callable[[Any], Any]) -> None:
         """Call ``callback(result)`` with the value or the ``acp.Error``.
@@ -489,7 +489,7 @@ class PreparedRequest(_Handle[T]):
         self._conn._publish(self._request, self._payload)
         request = self._request
         if request.settlement == SETTLED_ERROR:
-            raise request.value
+            raise cast(Error, request.value)
 
     def on_receiving_result(self, callback: Callable[[Any], Any]) -> None:
         sent = self._sent()
@@ -537,7 +537,7 @@ def _unwatch(request: OutgoingRequest) -> None:
     data = request.data
     if data is not None:
         request.data = None
-        sources, callback = data
+        sources, callback = cast("tuple[tuple[RequestCancellation, ...], Callable[[], None]]", data)
         for source in sources:
             source._unwatch(callback)
 
@@ -559,7 +559,7 @@ class RequestCancellationHandle:
 
     @property
     def id(self) -> int:
-        return self._request.id  # type: ignore[no-any-return]
+        return self._request.id
 
     def cancel(self) -> None:
         request = self._request
@@ -593,11 +593,11 @@ class ResponseRouter:
 
     @property
     def id(self) -> int:
-        return self._request.id  # type: ignore[no-any-return]
+        return self._request.id
 
     @property
     def method(self) -> str:
-        return self._request.method  # type: ignore[no-any-return]
+        return self._request.method
 
     def route(self, value: Any) -> None:
         self._route(SETTLED_OK, value)

@@ -165,7 +165,7 @@ class RequestTable:
         """
         if type(request_id) is not int:
             return None
-        return self._outgoing.pop(request_id, None)  # type: ignore[call-overload]
+        return self._outgoing.pop(request_id, None)
 
     def pending(self, request_id: int) -> OutgoingRequest | None:
         return self._outgoing.get(request_id)

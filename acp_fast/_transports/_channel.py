@@ -28,7 +28,7 @@ import socket
 import stat
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream
@@ -392,7 +392,7 @@ class StreamChannel(Channel):
     async def _send_eof(self) -> None:
         send_eof = getattr(self._send_stream, "send_eof", None)
         try:
-            if send_eof is not None and self._send_stream is self._receive_stream:
+            if send_eof is not None and cast(object, self._send_stream) is self._receive_stream:
                 await send_eof()
             else:
                 await self._send_stream.aclose()

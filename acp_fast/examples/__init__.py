@@ -1,0 +1,1 @@
+"""Runnable examples shipped with acp_fast (used by ``acp-fast demo``)."""
