@@ -240,6 +240,7 @@ class ConnectionTo(Generic[R]):
         self._flush_scheduled = False
         self._sync = False  # the dispatch loop runs synchronously and flushes itself
         self._output_closed = False
+        self._output_broken: Error | None = None  # why writing stopped
         # Lifecycle.
         self._dispatch_task: object = None
         self._task_group: anyio.abc.TaskGroup | None = None
@@ -248,6 +249,8 @@ class ConnectionTo(Generic[R]):
         self._error: BaseException | None = None
         self._in_close_callbacks = False
         self._deferred_errors: list[BaseException] = []
+        # The cancel scope of the drain on leaving connect_with (see _final_drain).
+        self._drain_scope: anyio.CancelScope | None = None
         self._closed = anyio.Event()
         self._finished = anyio.Event()
         self._current_response: OutgoingRequest | None = None
@@ -292,6 +295,7 @@ class ConnectionTo(Generic[R]):
     def send_notification_to(self, peer: Any, notification: Any) -> None:
         method = method_of(notification)
         params = wire_params(notification)
+        _check_params(method, params)
         if self._route_to(peer) is PeerStyle.SUCCESSOR:
             self._enqueue(_wire.encode_notification(SUCCESSOR_METHOD, _envelope(method, params)))
         else:
@@ -390,6 +394,7 @@ class ConnectionTo(Generic[R]):
         self, request_id: int, method: str, params: Any, route: PeerStyle
     ) -> bytes | Error:
         try:
+            _check_params(method, params)
             if route is PeerStyle.SUCCESSOR:
                 return _wire.encode_request(request_id, SUCCESSOR_METHOD, _envelope(method, params))
             return _wire.encode_request(request_id, method, params)
@@ -442,7 +447,7 @@ class ConnectionTo(Generic[R]):
 
     def _enqueue(self, data: bytes) -> None:
         if self._output_closed:
-            raise Error.internal_error("connection is no longer running")
+            raise self._output_broken or Error.internal_error("connection is no longer running")
         self._out.append(data)
         self._out_size += len(data)
         if self._out_size >= _EAGER_FLUSH:
@@ -462,7 +467,7 @@ class ConnectionTo(Generic[R]):
         try:
             self._channel.write(data)
         except ChannelError as exc:
-            self._fail(Error.internal_error(f"transport write failed: {exc}"))
+            self._output_failed(exc)
 
     # -- answers -----------------------------------------------------------------
 
@@ -564,10 +569,14 @@ class ConnectionTo(Generic[R]):
                 try:
                     data = await channel.receive()
                 except ChannelError as exc:
-                    self._fail(Error.internal_error(f"transport read failed: {exc}"))
+                    during = " during outgoing drain" if self._drain_scope is not None else ""
+                    self._fail(Error.internal_error(f"transport read failed{during}: {exc}"))
                     return
                 if not data:
                     break
+                if self._output_broken is not None and not self._closed.is_set():
+                    self._fail(self._output_broken)
+                    return
                 lines = framer.feed(data)
                 channel.read_hint = framer.buffered
                 self._sync = True
@@ -1042,7 +1051,26 @@ class ConnectionTo(Generic[R]):
         await self._channel.run()
         failure = self._channel._failure
         if failure is not None:
-            self._fail(Error.internal_error(f"transport write failed: {failure}"))
+            self._output_failed(failure)
+
+    def _output_failed(self, exc: BaseException) -> None:
+        """Writing to the transport failed (the peer closed its end).
+
+        A peer that goes away closes both directions: the write fails, and
+        the read side sees EOF, which ends the connection the normal way. So
+        a write failure does not fail the connection by itself: output stops
+        (later sends fail), and the dispatch loop decides on its next read.
+        If that read brings EOF, the peer is gone and the connection ends
+        cleanly; if it brings data, the peer stopped reading but talks on,
+        and the connection fails with the write error (§2.7).
+        """
+        if self._output_broken is not None:
+            return
+        self._output_broken = Error.internal_error(f"transport write failed: {exc}")
+        self._output_closed = True
+        self._out.clear()
+        self._out_size = 0
+        log.debug("transport write failed: %s", exc)
 
     async def _run_spawned(
         self, function: Callable[..., Awaitable[object]], args: tuple[Any, ...]
@@ -1061,6 +1089,11 @@ class ConnectionTo(Generic[R]):
             return
         if self._error is None:
             self._error = error
+        if self._drain_scope is not None:
+            # A failure ends the exit drain at once: the drain is shielded
+            # from the connection's cancellation, so it would otherwise wait
+            # for its timeout before the error is reported (§6.D #43).
+            self._drain_scope.cancel()
         self._stop()
 
     def _stop(self) -> None:
@@ -1101,6 +1134,22 @@ class ConnectionTo(Generic[R]):
             await self._drain()
             self._finished.set()
 
+    async def _final_drain(self, timeout: float) -> None:
+        """Flush what is queued when ``connect_with``'s main ends normally.
+
+        A deliberate difference from the Rust SDK, which drops queued output
+        there (§2.6). The drain is shielded, so that what main sent last still
+        goes out, and bounded by ``timeout``. The dispatch loop keeps reading
+        meanwhile, so a peer that writes before it reads cannot deadlock the
+        drain (§6.D #42), and a read error ends it with that error (#43).
+        """
+        with anyio.move_on_after(timeout, shield=True) as scope:
+            self._drain_scope = scope
+            try:
+                await self._drain()
+            finally:
+                self._drain_scope = None
+
     async def _drain(self) -> None:
         self._flush()
         try:
@@ -1115,6 +1164,28 @@ class ConnectionTo(Generic[R]):
         self._output_closed = True
         for request in self._table.fail_all():
             self._settle(request, SETTLED_LOST, None)
+
+
+def _check_params(method: str, params: Any) -> None:
+    """Refuse params that are not a JSON object or array (or absent).
+
+    JSON-RPC allows only structured params, and a peer rejects a message with
+    scalar params as invalid (§1.1); the Rust SDK refuses to build such a
+    message at all (§6.F #77). Without this check a scalar was written as is.
+    Raises TypeError: a request's creation fails through its handle, a
+    notification's send raises it.
+    """
+    kind = type(params)
+    if params is None or kind is dict or kind is list or isinstance(params, msgspec.Struct):
+        return
+    if kind is msgspec.Raw:
+        head = bytes(memoryview(params)[:1])
+    else:
+        head = _wire.encode_payload(params)[:1]
+    if head not in (b"{", b"[", b"n"):
+        raise TypeError(
+            f"params of `{method}` must be a JSON object or array (or None), not {kind.__name__}"
+        )
 
 
 def _envelope(method: str, params: Any) -> dict[str, Any]:

@@ -302,6 +302,14 @@ class SentRequest(_Handle[T]):
         self._sources = (*self._sources, marker)
         return self
 
+    def __enter__(self) -> SentRequest[T]:
+        """``with cx.send_request(r) as sent:`` cancels ``sent`` if the block
+        is left before its answer came (an exception, a return, a timeout)."""
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.cancel()
+
     # -- consuming ----------------------------------------------------------------
 
     def map(self, function: Callable[[T], U]) -> SentRequest[U]:
@@ -570,6 +578,14 @@ class RequestCancellationHandle:
         return RequestCancellationHandle(self._conn, self._request)
 
     __copy__ = clone
+
+    def __enter__(self) -> RequestCancellationHandle:
+        """A guard: leaving the ``with`` block cancels the request, unless it
+        was answered (or was never published) by then."""
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.cancel()
 
     def __repr__(self) -> str:
         return f"<RequestCancellationHandle id={self.id!r}>"

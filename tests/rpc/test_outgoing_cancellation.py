@@ -244,3 +244,27 @@ async def test_sent_request_in_a_connection_that_is_gone_fails_clearly():
         await cx.send_request(simple("late"))
     with pytest.raises(acp.Error, match="no longer running"):
         cx.send_notification(acp.UntypedMessage(SIMPLE, {}))
+
+
+async def test_a_handle_used_as_a_guard_cancels_when_the_block_is_left_early():
+    async with facing_raw_peer() as (cx, peer, log):
+        sent = cx.send_request(SLOW)
+        with pytest.raises(KeyError), sent.cancellation_handle():
+            raise KeyError("left early")
+        request, cancel = await log.next(), await log.next()
+        assert is_cancel(cancel, request["id"])
+        sent.detach()
+
+
+async def test_a_guard_left_after_the_answer_sends_nothing():
+    async with facing_raw_peer() as (cx, peer, log):
+
+        async def answer_it() -> None:
+            request = await log.next()
+            respond(peer, request["id"], "answer")
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(answer_it)
+            with cx.send_request(SLOW) as sent, anyio.fail_after(TIMEOUT):
+                assert await sent == "answer"
+        assert await log.until_mark(cx) == []
