@@ -20,6 +20,7 @@ import msgspec
 
 from .._core import MISSING
 from .._errors import Error
+from ..schema import _codec as schema_codec
 from . import _wire
 
 if TYPE_CHECKING:
@@ -45,9 +46,6 @@ CANCEL_REQUEST_METHOD: Final = "$/cancel_request"
 SUCCESSOR_METHOD: Final = "_proxy/successor"
 PROXY_INITIALIZE_METHOD: Final = "_proxy/initialize"
 
-# Per-class decoders, built on first use: building one for every schema class
-# at import time would cost more than all the messages most programs decode.
-_decoders: dict[type, msgspec.json.Decoder[Any]] = {}
 
 
 class UntypedMessage:
@@ -139,24 +137,26 @@ def decode_params(message_type: type | None, method: str, params: Any) -> Any:
 
 
 def decode_value(value_type: type, value: Any) -> Any:
-    """Decode raw JSON (or convert decoded values) into ``value_type``."""
+    """Decode raw JSON (or convert decoded values) into ``value_type``.
+
+    Goes through the schema codec: one typed msgspec decode, and only if that
+    fails the lenient pass (open unions, ``x-deserialize-*`` rules).
+    """
     if value is MISSING:
         value = None
     if type(value) is msgspec.Raw:
-        decoder = _decoders.get(value_type)
-        if decoder is None:
-            decoder = _decoders[value_type] = msgspec.json.Decoder(value_type)
-        if value_type is not type(None) and bytes(memoryview(value)[:4]) == b"null":
-            # Absent or null params of a class whose fields are all optional.
-            return msgspec.convert({}, value_type)
-        return decoder.decode(value)
+        view = memoryview(value)
+        if len(view) == 4 and view.tobytes() == b"null":
+            # Null params of a class whose fields are all optional.
+            return schema_codec.convert(value_type, {})
+        return schema_codec.decode(value_type, view)
     if value is None:
-        return msgspec.convert({}, value_type)
+        return schema_codec.convert(value_type, {})
     if isinstance(value, value_type):
         return value
     if isinstance(value, msgspec.Struct):
         value = msgspec.to_builtins(value)
-    return msgspec.convert(value, value_type)
+    return schema_codec.convert(value_type, value)
 
 
 def decode_plain(value: Any) -> Any:
