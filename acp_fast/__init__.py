@@ -9,6 +9,8 @@ and a compiled core under an anyio API (asyncio and trio)::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._async.builder import Builder as Builder
 from ._async.cancellation import RequestCancellation as RequestCancellation
 from ._async.connection import ConnectionTo as ConnectionTo
@@ -44,13 +46,58 @@ from ._transports import stdio as stdio
 
 __version__ = "0.1.0"
 
+# The typed, class-based API loads the generated schema, which a program that
+# only speaks raw JSON-RPC never needs: it is imported on first use.
+_LAZY = {
+    "AgentConnection": "._typed.client",
+    "BaseAgent": "._typed.agent",
+    "BaseClient": "._typed.client",
+    "ClientConnection": "._typed.agent",
+    "Terminal": "._typed.agent",
+    "agent_builder": "._typed.agent",
+    "client_builder": "._typed.client",
+    "connect_to_agent": "._typed.client",
+    "run_agent": "._typed.agent",
+    "serve_agent": "._typed.agent",
+    "spawn_agent": "._typed.client",
+}
+
+if TYPE_CHECKING:
+    from ._typed.agent import BaseAgent as BaseAgent
+    from ._typed.agent import ClientConnection as ClientConnection
+    from ._typed.agent import Terminal as Terminal
+    from ._typed.agent import agent_builder as agent_builder
+    from ._typed.agent import run_agent as run_agent
+    from ._typed.agent import serve_agent as serve_agent
+    from ._typed.client import AgentConnection as AgentConnection
+    from ._typed.client import BaseClient as BaseClient
+    from ._typed.client import client_builder as client_builder
+    from ._typed.client import connect_to_agent as connect_to_agent
+    from ._typed.client import spawn_agent as spawn_agent
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'acp_fast' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
 __all__ = (
     "NOT_HANDLED",
     "AbandonedRequestWarning",
     "Agent",
+    "AgentConnection",
+    "BaseAgent",
+    "BaseClient",
     "Builder",
     "ByteStreams",
     "Client",
+    "ClientConnection",
     "ConnectionTo",
     "Dispatch",
     "DynamicHandlerGuard",
@@ -71,11 +118,18 @@ __all__ = (
     "Role",
     "SentRequest",
     "Subprocess",
+    "Terminal",
     "Transport",
     "UntypedMessage",
     "UntypedRole",
     "__version__",
+    "agent_builder",
+    "client_builder",
+    "connect_to_agent",
     "is_cancel_request_notification",
     "is_incoming_transport_closed",
+    "run_agent",
+    "serve_agent",
+    "spawn_agent",
     "stdio",
 )

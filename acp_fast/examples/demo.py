@@ -1,46 +1,97 @@
-"""``acp-fast demo``: a client drives the example agent in a real subprocess."""
+"""``acp-fast demo``: a client drives the example agent over stdio.
+
+The agent runs as a real subprocess (``python -m acp_fast example-agent``);
+the demo shows a streamed prompt with a permission request and a file write,
+a turn stopped with ``session/cancel``, and a request stopped with
+``$/cancel_request``.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
-from typing import Any
 
 import anyio
 
 import acp_fast as acp
+from acp_fast import helpers as h
+from acp_fast.schema import v1
+
+__all__ = ("DemoClient", "run_demo")
+
+
+class DemoClient(acp.BaseClient):
+    def __init__(self) -> None:
+        self.files: dict[str, str] = {}
+        self.chunks = 0
+        self.streaming = anyio.Event()
+
+    async def session_update(self, notification: v1.SessionNotification) -> None:
+        update = notification.update
+        if isinstance(update, v1.SessionUpdateAgentMessageChunk):
+            if isinstance(update.content, v1.ContentBlockText):
+                print(update.content.text, end="", flush=True)
+            self.chunks += 1
+            self.streaming.set()
+        elif isinstance(update, v1.SessionUpdateToolCall):
+            print(f"\n  [tool call {update.tool_call_id}: {update.title} ({update.status})]")
+        elif isinstance(update, v1.SessionUpdateToolCallUpdate):
+            print(f"  [tool call {update.tool_call_id}: {update.status}]")
+
+    async def request_permission(
+        self, request: v1.RequestPermissionRequest
+    ) -> v1.RequestPermissionResponse:
+        print(f"  [permission asked for {request.tool_call.tool_call_id}: allowing]")
+        return h.permission_selected("allow")
+
+    async def write_text_file(self, request: v1.WriteTextFileRequest) -> v1.WriteTextFileResponse:
+        self.files[request.path] = request.content
+        print(f"  [wrote {len(request.content)} characters to {request.path}]")
+        return v1.WriteTextFileResponse()
 
 
 async def demo() -> None:
-    agent = acp.Subprocess([sys.executable, "-m", "acp_fast", "example-agent"])
-    client = acp.Client.builder().name("demo-client")
+    from acp_fast._core import IMPLEMENTATION
 
-    @client.on_receive_notification("demo/chunk")
-    async def chunk(message: acp.UntypedMessage, cx: Any) -> None:
-        print(f"  chunk: {message.params['text']}")
-
-    async with client.connect(agent) as cx:
-        assert agent.process is not None
-        print(f"acp_fast demo (core: {acp_fast_core()}), agent pid {agent.process.pid}")
-        reply = await cx.send_request(acp.UntypedMessage("demo/echo", {"hello": "agent"}))
-        print(f"request  -> {reply}")
-        print("stream   ->")
-        done = await cx.send_request(
-            acp.UntypedMessage("demo/stream", {"text": "tokens stream in order"})
+    client = DemoClient()
+    command = [sys.executable, "-m", "acp_fast", "example-agent"]
+    print(
+        f"acp_fast {acp.__version__} demo (core: {'compiled' if IMPLEMENTATION == 'c' else 'pure Python'})"
+    )
+    async with acp.spawn_agent(client, command) as agent:
+        init = await agent.initialize(
+            client_capabilities=v1.ClientCapabilities(
+                fs=v1.FileSystemCapabilities(read_text_file=True, write_text_file=True)
+            ),
+            client_info=v1.Implementation(name="acp-fast-demo", version=acp.__version__),
         )
-        print(f"  {done}")
-        slow = cx.send_request(acp.UntypedMessage("demo/slow", {}))
+        info = init.agent_info
+        print(
+            f"connected to {getattr(info, 'name', 'an agent')}, protocol v{init.protocol_version}"
+        )
+        session = await agent.new_session(cwd=os.getcwd())
+        sid = session.session_id
+
+        print("\n> Hello from the demo")
+        result = await agent.prompt(sid, "Hello from the demo")
+        print(f"stop reason: {result.stop_reason}")
+
+        print("\n> /wait   (then session/cancel)")
+        client.streaming = anyio.Event()
+        turn = agent.start_prompt(sid, "/wait")
+        with anyio.fail_after(10):
+            await client.streaming.wait()
+        await agent.cancel(sid)
+        print(f"\nstop reason: {(await turn).stop_reason}")
+
+        print("\n> _example/slow   (then $/cancel_request)")
+        slow = agent.send_request(acp.UntypedMessage("_example/slow", {}))
         slow.cancel()
         try:
             await slow
         except acp.Error as error:
-            print(f"cancelled -> {error.code} {error.message}")
-    print(f"agent exited with {agent.returncode}")
-
-
-def acp_fast_core() -> str:
-    from acp_fast._core import IMPLEMENTATION
-
-    return "compiled" if IMPLEMENTATION == "c" else "pure Python"
+            print(f"answered {error.code} {error.message}")
+    print("the agent exited; done")
 
 
 def run_demo(backend: str = "asyncio") -> int:

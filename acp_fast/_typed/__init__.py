@@ -1,0 +1,1 @@
+"""Class-based agents and clients over the typed schema (see agent.py, client.py)."""

@@ -1,0 +1,298 @@
+"""Write an ACP agent as a class: one async method per ACP method (protocol v1).
+
+::
+
+    class EchoAgent(acp.BaseAgent):
+        async def new_session(self, request: v1.NewSessionRequest) -> v1.NewSessionResponse:
+            return v1.NewSessionResponse(session_id="s-1")
+
+        async def prompt(self, request: v1.PromptRequest) -> v1.PromptResponse:
+            await self.client.session_update(request.session_id, helpers.agent_text("hi"))
+            return v1.PromptResponse(stop_reason="end_turn")
+
+    acp.run_agent(EchoAgent())          # on stdio
+
+Each method receives the typed request (its ``_meta`` is ``request.meta``,
+never mixed into the parameters) and returns the typed response. Methods you
+do not override answer -32601. ``self.client`` is the typed handle on the
+client: updates, permission requests, files, terminals.
+
+The prompt lifecycle of v1 is handled for you: the SDK keeps each session's
+running ``prompt`` call, and the client's ``session/cancel`` for that session
+cancels that call (and only that one). A cancelled prompt answers
+``stopReason: "cancelled"``; requests it was awaiting from the client are
+cancelled with it (``$/cancel_request``), as the protocol asks. Override
+``cancel`` to be told as well.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import anyio
+
+from .._async.builder import Builder
+from .._async.connection import ConnectionTo
+from .._async.requests import SentRequest
+from .._async.roles import Agent
+from .._errors import Error
+from .._transports import Transport, stdio
+from ..schema import v1
+from .endpoint import DEFAULT_MAX_CONCURRENT_REQUESTS, Endpoint, overrides
+from .methods import V1_AGENT_METHODS
+
+__all__ = ("BaseAgent", "ClientConnection", "Terminal", "agent_builder", "run_agent", "serve_agent")
+
+log = logging.getLogger("acp_fast")
+
+
+class ClientConnection:
+    """What an agent uses to talk to its client (protocol v1)."""
+
+    def __init__(self, cx: ConnectionTo[Any]) -> None:
+        self.cx = cx
+
+    async def session_update(self, session_id: str, update: v1.SessionUpdate) -> None:
+        """Send one ``session/update``; waits only when the client reads slowly."""
+        self.cx.send_notification(v1.SessionNotification(session_id=session_id, update=update))
+        await self.cx.drain()
+
+    async def request_permission(
+        self,
+        session_id: str,
+        tool_call: v1.ToolCallUpdate,
+        options: Sequence[v1.PermissionOption],
+    ) -> v1.RequestPermissionResponse:
+        """Ask the user; ``outcome`` is selected (an option id) or cancelled."""
+        response: v1.RequestPermissionResponse = await self.cx.send_request(
+            v1.RequestPermissionRequest(
+                session_id=session_id, tool_call=tool_call, options=list(options)
+            )
+        )
+        return response
+
+    async def read_text_file(
+        self, session_id: str, path: str, *, line: int | None = None, limit: int | None = None
+    ) -> str:
+        """The text of ``path`` as the client's editor has it."""
+        request = v1.ReadTextFileRequest(session_id=session_id, path=path)
+        if line is not None:
+            request.line = line
+        if limit is not None:
+            request.limit = limit
+        response: v1.ReadTextFileResponse = await self.cx.send_request(request)
+        return response.content
+
+    async def write_text_file(self, session_id: str, path: str, content: str) -> None:
+        await self.cx.send_request(
+            v1.WriteTextFileRequest(session_id=session_id, path=path, content=content)
+        )
+
+    async def create_terminal(
+        self,
+        session_id: str,
+        command: str,
+        args: Sequence[str] = (),
+        *,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        output_byte_limit: int | None = None,
+    ) -> Terminal:
+        """Run a command in a terminal of the client; ``async with`` releases it."""
+        request = v1.CreateTerminalRequest(session_id=session_id, command=command, args=list(args))
+        if env:
+            request.env = [v1.EnvVariable(name=k, value=v) for k, v in env.items()]
+        if cwd is not None:
+            request.cwd = cwd
+        if output_byte_limit is not None:
+            request.output_byte_limit = output_byte_limit
+        response: v1.CreateTerminalResponse = await self.cx.send_request(request)
+        return Terminal(self.cx, session_id, response.terminal_id)
+
+    def send_request(self, request: Any) -> SentRequest[Any]:
+        """Any other request (typed or ``acp.UntypedMessage``)."""
+        return self.cx.send_request(request)
+
+    def send_notification(self, notification: Any) -> None:
+        self.cx.send_notification(notification)
+
+
+class Terminal:
+    """A terminal running on the client (``ClientConnection.create_terminal``)."""
+
+    def __init__(self, cx: ConnectionTo[Any], session_id: str, terminal_id: str) -> None:
+        self.cx = cx
+        self.session_id = session_id
+        self.id = terminal_id
+        self._released = False
+
+    async def output(self) -> v1.TerminalOutputResponse:
+        response: v1.TerminalOutputResponse = await self.cx.send_request(
+            v1.TerminalOutputRequest(session_id=self.session_id, terminal_id=self.id)
+        )
+        return response
+
+    async def wait_for_exit(self) -> v1.WaitForTerminalExitResponse:
+        response: v1.WaitForTerminalExitResponse = await self.cx.send_request(
+            v1.WaitForTerminalExitRequest(session_id=self.session_id, terminal_id=self.id)
+        )
+        return response
+
+    async def kill(self) -> None:
+        await self.cx.send_request(
+            v1.KillTerminalRequest(session_id=self.session_id, terminal_id=self.id)
+        )
+
+    async def release(self) -> None:
+        if self._released:
+            return
+        self._released = True
+        await self.cx.send_request(
+            v1.ReleaseTerminalRequest(session_id=self.session_id, terminal_id=self.id)
+        )
+
+    async def __aenter__(self) -> Terminal:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        with anyio.CancelScope(shield=True):
+            try:
+                await self.release()
+            except Error:
+                pass
+
+
+class BaseAgent:
+    """Base class of a class-based v1 agent; override what you support.
+
+    ``max_concurrent_requests`` bounds how many requests run at once (the
+    peer is paced beyond that).
+    """
+
+    max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS
+    #: The connection to the client, set when the agent is connected.
+    client: ClientConnection
+
+    async def initialize(self, request: v1.InitializeRequest) -> v1.InitializeResponse:
+        """Answer ``initialize``. The default speaks v1 and advertises
+        ``loadSession`` when ``load_session`` is overridden."""
+        return v1.InitializeResponse(
+            protocol_version=1,
+            agent_capabilities=v1.AgentCapabilities(
+                load_session=overrides(self, BaseAgent, "load_session")
+            ),
+        )
+
+    async def authenticate(self, request: v1.AuthenticateRequest) -> v1.AuthenticateResponse:
+        raise Error.method_not_found(v1.AuthenticateRequest.METHOD)
+
+    async def logout(self, request: v1.LogoutRequest) -> v1.LogoutResponse:
+        raise Error.method_not_found(v1.LogoutRequest.METHOD)
+
+    async def new_session(self, request: v1.NewSessionRequest) -> v1.NewSessionResponse:
+        raise Error.method_not_found(v1.NewSessionRequest.METHOD)
+
+    async def load_session(self, request: v1.LoadSessionRequest) -> v1.LoadSessionResponse:
+        raise Error.method_not_found(v1.LoadSessionRequest.METHOD)
+
+    async def list_sessions(self, request: v1.ListSessionsRequest) -> v1.ListSessionsResponse:
+        raise Error.method_not_found(v1.ListSessionsRequest.METHOD)
+
+    async def delete_session(self, request: v1.DeleteSessionRequest) -> v1.DeleteSessionResponse:
+        raise Error.method_not_found(v1.DeleteSessionRequest.METHOD)
+
+    async def resume_session(self, request: v1.ResumeSessionRequest) -> v1.ResumeSessionResponse:
+        raise Error.method_not_found(v1.ResumeSessionRequest.METHOD)
+
+    async def close_session(self, request: v1.CloseSessionRequest) -> v1.CloseSessionResponse:
+        raise Error.method_not_found(v1.CloseSessionRequest.METHOD)
+
+    async def set_session_mode(
+        self, request: v1.SetSessionModeRequest
+    ) -> v1.SetSessionModeResponse:
+        raise Error.method_not_found(v1.SetSessionModeRequest.METHOD)
+
+    async def set_session_config_option(
+        self, request: v1.SetSessionConfigOptionRequest
+    ) -> v1.SetSessionConfigOptionResponse:
+        raise Error.method_not_found("session/set_config_option")
+
+    async def prompt(self, request: v1.PromptRequest) -> v1.PromptResponse:
+        """Run one turn. Cancelled by the client's ``session/cancel``."""
+        raise Error.method_not_found(v1.PromptRequest.METHOD)
+
+    async def cancel(self, notification: v1.CancelNotification) -> None:
+        """Told of ``session/cancel``, after the SDK cancelled that session's prompt."""
+
+    async def ext_method(self, method: str, params: Any) -> Any:
+        """An extension request (``_``-prefixed method) with plain JSON params."""
+        raise Error.method_not_found(method)
+
+    async def ext_notification(self, method: str, params: Any) -> None:
+        """An extension notification (``_``-prefixed method)."""
+
+
+class AgentEndpoint(Endpoint):
+    """Serves a BaseAgent: tracks each session's running prompt."""
+
+    def __init__(self, agent: BaseAgent) -> None:
+        super().__init__(agent, BaseAgent, V1_AGENT_METHODS, v1, agent.max_concurrent_requests)
+        self.turns: dict[str, anyio.CancelScope] = {}
+
+    def bind(self, cx: ConnectionTo[Any]) -> None:
+        super().bind(cx)
+        self.instance.client = ClientConnection(cx)
+
+    def implements(self, wire: str, name: str) -> bool:
+        # initialize has a working default; session/cancel is always handled
+        # because it cancels the running prompt.
+        return name in ("initialize", "cancel") or super().implements(wire, name)
+
+    def begin(self, name: str, request: Any) -> anyio.CancelScope | None:
+        if name != "prompt":
+            return None
+        session_id = request.session_id
+        if session_id in self.turns:
+            raise Error.invalid_request(f"session {session_id!r} is already running a prompt")
+        scope = self.turns[session_id] = anyio.CancelScope()
+        return scope
+
+    def end(self, name: str, request: Any, scope: anyio.CancelScope) -> None:
+        if self.turns.get(request.session_id) is scope:
+            del self.turns[request.session_id]
+
+    def cancelled_result(self, name: str, request: Any) -> Any:
+        # The client's session/cancel stopped the turn: a v1 prompt then
+        # answers normally, with stopReason "cancelled".
+        return v1.PromptResponse(stop_reason="cancelled")
+
+    async def notify(
+        self, name: str, method: Callable[[Any], Awaitable[Any]], notification: Any
+    ) -> None:
+        if name == "cancel":
+            scope = self.turns.get(notification.session_id)
+            if scope is not None:
+                scope.cancel()
+        await method(notification)
+
+
+def agent_builder(agent: BaseAgent) -> Builder[Any]:
+    """A connection builder serving ``agent`` (add more handlers if you like)."""
+    endpoint = AgentEndpoint(agent)
+    builder = Agent.builder().name(type(agent).__name__)
+    endpoint.install(builder)
+    return builder
+
+
+async def serve_agent(agent: BaseAgent, transport: Transport | None = None) -> None:
+    """Serve ``agent`` until the client's output ends (stdio by default)."""
+    await agent_builder(agent).connect_to(transport if transport is not None else stdio())
+
+
+def run_agent(
+    agent: BaseAgent, transport: Transport | None = None, *, backend: str = "asyncio"
+) -> None:
+    """Serve ``agent`` on stdio (or ``transport``) from synchronous code."""
+    anyio.run(serve_agent, agent, transport, backend=backend)

@@ -1,0 +1,286 @@
+"""Write an ACP client as a class, and drive an agent with typed calls (v1).
+
+::
+
+    class Editor(acp.BaseClient):
+        async def session_update(self, notification: v1.SessionNotification) -> None:
+            print(notification.update)
+
+        async def request_permission(self, request):
+            return helpers.permission_selected(request.options[0].option_id)
+
+    async with acp.spawn_agent(Editor(), ["my-agent"]) as agent:
+        await agent.initialize()
+        session = await agent.new_session(cwd="/project")
+        result = await agent.prompt(session.session_id, "Hello")
+
+``session_update`` runs in the connection's dispatch loop, in arrival order,
+so when ``prompt`` returns, every update the agent sent before its answer has
+been handled. Requests from the agent (permissions, files, terminals) run in
+tasks of their own. ``agent.cancel(session_id)`` sends ``session/cancel`` and
+answers that session's pending permission requests with the ``cancelled``
+outcome, as the protocol asks of clients; a ``$/cancel_request`` from the
+agent for a permission request answers it the same way.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import IO, Any
+
+import anyio
+
+from .._async.builder import Builder
+from .._async.connection import ConnectionTo
+from .._async.requests import SentRequest
+from .._async.responder import Responder
+from .._async.roles import Client
+from .._errors import Error
+from .._transports import Subprocess, Transport
+from ..schema import v1
+from .endpoint import DEFAULT_MAX_CONCURRENT_REQUESTS, Endpoint
+from .methods import V1_CLIENT_METHODS
+
+__all__ = ("AgentConnection", "BaseClient", "client_builder", "connect_to_agent", "spawn_agent")
+
+
+class BaseClient:
+    """Base class of a class-based v1 client; override what you support."""
+
+    max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS
+    #: The connection to the agent, set when connected.
+    agent: AgentConnection
+
+    async def session_update(self, notification: v1.SessionNotification) -> None:
+        """One ``session/update`` from the agent (in order). Ignored by default."""
+
+    async def request_permission(
+        self, request: v1.RequestPermissionRequest
+    ) -> v1.RequestPermissionResponse:
+        raise Error.method_not_found(v1.RequestPermissionRequest.METHOD)
+
+    async def read_text_file(self, request: v1.ReadTextFileRequest) -> v1.ReadTextFileResponse:
+        raise Error.method_not_found(v1.ReadTextFileRequest.METHOD)
+
+    async def write_text_file(self, request: v1.WriteTextFileRequest) -> v1.WriteTextFileResponse:
+        raise Error.method_not_found(v1.WriteTextFileRequest.METHOD)
+
+    async def create_terminal(self, request: v1.CreateTerminalRequest) -> v1.CreateTerminalResponse:
+        raise Error.method_not_found(v1.CreateTerminalRequest.METHOD)
+
+    async def terminal_output(self, request: v1.TerminalOutputRequest) -> v1.TerminalOutputResponse:
+        raise Error.method_not_found(v1.TerminalOutputRequest.METHOD)
+
+    async def release_terminal(
+        self, request: v1.ReleaseTerminalRequest
+    ) -> v1.ReleaseTerminalResponse:
+        raise Error.method_not_found(v1.ReleaseTerminalRequest.METHOD)
+
+    async def wait_for_terminal_exit(
+        self, request: v1.WaitForTerminalExitRequest
+    ) -> v1.WaitForTerminalExitResponse:
+        raise Error.method_not_found(v1.WaitForTerminalExitRequest.METHOD)
+
+    async def kill_terminal(self, request: v1.KillTerminalRequest) -> v1.KillTerminalResponse:
+        raise Error.method_not_found(v1.KillTerminalRequest.METHOD)
+
+    async def create_elicitation(self, request: Any) -> Any:
+        raise Error.method_not_found("elicitation/create")
+
+    async def complete_elicitation(self, notification: v1.CompleteElicitationNotification) -> None:
+        """An ``elicitation/complete`` notification. Ignored by default."""
+
+    async def ext_method(self, method: str, params: Any) -> Any:
+        raise Error.method_not_found(method)
+
+    async def ext_notification(self, method: str, params: Any) -> None:
+        """An extension notification (``_``-prefixed). Ignored by default."""
+
+
+class ClientEndpoint(Endpoint):
+    """Serves a BaseClient: pending permission requests are cancellable by session."""
+
+    def __init__(self, client: BaseClient) -> None:
+        super().__init__(client, BaseClient, V1_CLIENT_METHODS, v1, client.max_concurrent_requests)
+        self.permissions: dict[str, set[anyio.CancelScope]] = {}
+
+    def begin(self, name: str, request: Any) -> anyio.CancelScope | None:
+        if name != "request_permission":
+            return None
+        scope = anyio.CancelScope()
+        self.permissions.setdefault(request.session_id, set()).add(scope)
+        return scope
+
+    def end(self, name: str, request: Any, scope: anyio.CancelScope) -> None:
+        scopes = self.permissions.get(request.session_id)
+        if scopes is not None:
+            scopes.discard(scope)
+            if not scopes:
+                del self.permissions[request.session_id]
+
+    def cancelled_result(self, name: str, request: Any) -> Any:
+        return PERMISSION_CANCELLED  # our own session/cancel stopped it
+
+    async def call(
+        self,
+        name: str,
+        method: Callable[[Any], Awaitable[Any]],
+        request: Any,
+        responder: Responder[Any],
+    ) -> Any:
+        try:
+            return await super().call(name, method, request, responder)
+        except Error as error:
+            if name != "request_permission" or error.code != -32800:
+                raise
+            # The agent cancelled the request ($/cancel_request): the ACP
+            # answer to a cancelled permission request is the cancelled outcome.
+            return PERMISSION_CANCELLED
+
+    def cancel_permissions(self, session_id: str) -> None:
+        for scope in self.permissions.pop(session_id, ()):
+            scope.cancel()
+
+
+PERMISSION_CANCELLED = v1.RequestPermissionResponse(outcome=v1.RequestPermissionOutcomeCancelled())
+
+
+class AgentConnection:
+    """What a client uses to drive its agent (protocol v1).
+
+    Each method builds the typed request from its arguments and returns the
+    typed response; ``send_request`` takes any request for the rest.
+    """
+
+    def __init__(self, cx: ConnectionTo[Any], endpoint: ClientEndpoint) -> None:
+        self.cx = cx
+        self._endpoint = endpoint
+
+    async def initialize(
+        self,
+        protocol_version: int = 1,
+        *,
+        client_capabilities: v1.ClientCapabilities | None = None,
+        client_info: v1.Implementation | None = None,
+    ) -> v1.InitializeResponse:
+        request = v1.InitializeRequest(protocol_version=protocol_version)
+        if client_capabilities is not None:
+            request.client_capabilities = client_capabilities
+        if client_info is not None:
+            request.client_info = client_info
+        response: v1.InitializeResponse = await self.cx.send_request(request)
+        return response
+
+    async def authenticate(self, method_id: str) -> v1.AuthenticateResponse:
+        response: v1.AuthenticateResponse = await self.cx.send_request(
+            v1.AuthenticateRequest(method_id=method_id)
+        )
+        return response
+
+    async def new_session(
+        self,
+        cwd: str,
+        *,
+        mcp_servers: Sequence[Any] = (),
+        additional_directories: Sequence[str] | None = None,
+    ) -> v1.NewSessionResponse:
+        request = v1.NewSessionRequest(cwd=cwd, mcp_servers=list(mcp_servers))
+        if additional_directories is not None:
+            request.additional_directories = list(additional_directories)
+        response: v1.NewSessionResponse = await self.cx.send_request(request)
+        return response
+
+    async def load_session(
+        self, session_id: str, cwd: str, *, mcp_servers: Sequence[Any] = ()
+    ) -> v1.LoadSessionResponse:
+        response: v1.LoadSessionResponse = await self.cx.send_request(
+            v1.LoadSessionRequest(session_id=session_id, cwd=cwd, mcp_servers=list(mcp_servers))
+        )
+        return response
+
+    async def prompt(self, session_id: str, prompt: str | Sequence[Any]) -> v1.PromptResponse:
+        """Run a turn; ``prompt`` is text or a list of content blocks.
+
+        When this returns, every update the agent sent before answering has
+        been handled by ``session_update``.
+        """
+        blocks = [v1.ContentBlockText(text=prompt)] if isinstance(prompt, str) else list(prompt)
+        response: v1.PromptResponse = await self.cx.send_request(
+            v1.PromptRequest(session_id=session_id, prompt=blocks)
+        )
+        return response
+
+    def start_prompt(self, session_id: str, prompt: str | Sequence[Any]) -> SentRequest[Any]:
+        """Like ``prompt`` but returns the request handle at once."""
+        blocks = [v1.ContentBlockText(text=prompt)] if isinstance(prompt, str) else list(prompt)
+        return self.cx.send_request(v1.PromptRequest(session_id=session_id, prompt=blocks))
+
+    async def cancel(self, session_id: str) -> None:
+        """Cancel the session's turn: ``session/cancel``, and answer its pending
+        permission requests with the cancelled outcome."""
+        self.cx.send_notification(v1.CancelNotification(session_id=session_id))
+        self._endpoint.cancel_permissions(session_id)
+
+    async def set_session_mode(self, session_id: str, mode_id: str) -> v1.SetSessionModeResponse:
+        response: v1.SetSessionModeResponse = await self.cx.send_request(
+            v1.SetSessionModeRequest(session_id=session_id, mode_id=mode_id)
+        )
+        return response
+
+    async def list_sessions(self) -> v1.ListSessionsResponse:
+        response: v1.ListSessionsResponse = await self.cx.send_request(v1.ListSessionsRequest())
+        return response
+
+    async def close_session(self, session_id: str) -> v1.CloseSessionResponse:
+        response: v1.CloseSessionResponse = await self.cx.send_request(
+            v1.CloseSessionRequest(session_id=session_id)
+        )
+        return response
+
+    def send_request(self, request: Any) -> SentRequest[Any]:
+        """Any other request (typed or ``acp.UntypedMessage``)."""
+        return self.cx.send_request(request)
+
+    def send_notification(self, notification: Any) -> None:
+        self.cx.send_notification(notification)
+
+
+def client_builder(client: BaseClient) -> tuple[Builder[Any], ClientEndpoint]:
+    """A connection builder serving ``client``, and its endpoint."""
+    endpoint = ClientEndpoint(client)
+    builder = Client.builder().name(type(client).__name__)
+    endpoint.install(builder)
+    return builder, endpoint
+
+
+@asynccontextmanager
+async def connect_to_agent(
+    client: BaseClient, transport: Transport
+) -> AsyncIterator[AgentConnection]:
+    """Connect ``client`` to an agent over ``transport``; yields the agent's handle."""
+    builder, endpoint = client_builder(client)
+    async with builder.connect(transport) as cx:
+        endpoint.bind(cx)
+        agent = client.agent = AgentConnection(cx, endpoint)
+        yield agent
+
+
+@asynccontextmanager
+async def spawn_agent(
+    client: BaseClient,
+    command: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    stderr: int | IO[Any] | None = None,
+) -> AsyncIterator[AgentConnection]:
+    """Start the agent ``command`` (argv) and connect ``client`` to it.
+
+    Leaving the block closes the agent's stdin, then terminates it if it does
+    not exit on its own.
+    """
+    transport = Subprocess(command, env=env, cwd=cwd, stderr=stderr)
+    async with connect_to_agent(client, transport) as agent:
+        yield agent
