@@ -40,9 +40,15 @@ from ._errors import ErrorCode as ErrorCode
 from ._errors import is_incoming_transport_closed as is_incoming_transport_closed
 from ._transports import ByteStreams as ByteStreams
 from ._transports import FdTransport as FdTransport
+from ._transports import SocketListener as SocketListener
+from ._transports import SocketTransport as SocketTransport
 from ._transports import Subprocess as Subprocess
 from ._transports import Transport as Transport
+from ._transports import listen_tcp as listen_tcp
+from ._transports import listen_unix as listen_unix
 from ._transports import stdio as stdio
+from ._transports import tcp as tcp
+from ._transports import unix as unix
 
 __version__ = "0.1.0"
 
@@ -117,6 +123,8 @@ __all__ = (
     "ResponseRouter",
     "Role",
     "SentRequest",
+    "SocketListener",
+    "SocketTransport",
     "Subprocess",
     "Terminal",
     "Transport",
@@ -128,8 +136,12 @@ __all__ = (
     "connect_to_agent",
     "is_cancel_request_notification",
     "is_incoming_transport_closed",
+    "listen_tcp",
+    "listen_unix",
     "run_agent",
     "serve_agent",
     "spawn_agent",
     "stdio",
+    "tcp",
+    "unix",
 )

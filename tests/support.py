@@ -228,12 +228,16 @@ def over(stream: anyio.abc.ByteStream) -> acp.ByteStreams:
 class FailingReceiveStream(anyio.abc.ByteReceiveStream):
     """Yields ``lines`` (if any), then waits for ``fail`` and raises a read error.
 
-    The error is an ``OSError`` (what a broken pipe or socket raises), which a
-    connection must report as a failure, never as a clean EOF.
+    The error is ``error`` (by default an ``OSError``, what a broken pipe or
+    socket raises), which a connection must report as a failure, never as a
+    clean EOF.
     """
 
-    def __init__(self, *lines: bytes, fail_now: bool = False) -> None:
+    def __init__(
+        self, *lines: bytes, fail_now: bool = False, error: Exception | None = None
+    ) -> None:
         self._lines = list(lines)
+        self._error = error or OSError(5, "simulated read failure")
         self.fail = anyio.Event()
         if fail_now:
             self.fail.set()
@@ -244,7 +248,7 @@ class FailingReceiveStream(anyio.abc.ByteReceiveStream):
         if self._lines:
             return self._lines.pop(0)
         await self.fail.wait()
-        raise OSError(5, "simulated read failure")
+        raise self._error
 
     async def aclose(self) -> None:
         pass
@@ -252,17 +256,21 @@ class FailingReceiveStream(anyio.abc.ByteReceiveStream):
 
 class RecordingSendStream(anyio.abc.ByteSendStream):
     """Accepts everything at once (or blocks until ``accept`` is set) and
-    records it; ``on_send`` runs after each accepted send."""
+    records it; ``on_send_start`` runs when a send begins, ``on_send`` after
+    each accepted send."""
 
     def __init__(self, *, blocked: bool = False) -> None:
         self.data = bytearray()
         self.accept = anyio.Event()
         if not blocked:
             self.accept.set()
+        self.on_send_start: Any = None
         self.on_send: Any = None
         self.closed = False
 
     async def send(self, item: bytes) -> None:
+        if self.on_send_start is not None:
+            self.on_send_start()
         await self.accept.wait()
         self.data += item
         if self.on_send is not None:

@@ -279,9 +279,9 @@ class _Connecting(Generic[R]):
         try:
             if exc is None and conn._error is None:
                 # What the block queued last (a final notification, say) should
-                # still go out: give the transport a moment to take it.
-                with anyio.move_on_after(DRAIN_TIMEOUT, shield=True):
-                    await conn._drain()
+                # still go out: give the transport a moment to take it. A
+                # connection failure meanwhile ends the drain (§6.D #43).
+                await conn._final_drain(DRAIN_TIMEOUT)
             conn._stop()
             await self._group.__aexit__(None, None, None)
         finally:
@@ -290,6 +290,11 @@ class _Connecting(Generic[R]):
                 await self._channel_context.__aexit__(None, None, None)
         error = conn._error
         conn._error = None
+        if error is None and conn._output_broken is not None and not conn._closed.is_set():
+            # Writing failed and the peer's output never ended: not a peer that
+            # went away (that would have brought EOF), so the write error is
+            # the connection's failure (§2.7).
+            error = conn._output_broken
         if suppressed:
             # The block was cancelled because the connection failed: raise
             # why (returning would re-raise the block's cancellation).

@@ -115,14 +115,28 @@ HIGH_WATER = 1024 * 1024
 _LINE_ECHO = 4096
 
 
+def _is_abort(exc: BaseException) -> bool:
+    """True for what a handler may raise that is neither an ``Exception`` nor
+    the backend's cancellation: KeyboardInterrupt, SystemExit, a GeneratorExit
+    raised by code, a custom BaseException. Such an exception stops the
+    connection, and ``connect*`` raises it as it is (issue 8)."""
+    return not isinstance(exc, Exception) and not isinstance(exc, anyio.get_cancelled_exc_class())
+
+
 @types.coroutine
-def _resume(coroutine: Coroutine[Any, Any, Any], yielded: Any) -> Generator[Any, Any, None]:
+def _resume(
+    coroutine: Coroutine[Any, Any, Any], yielded: Any
+) -> Generator[Any, Any, BaseException | None]:
     """Go on awaiting ``coroutine``, which already yielded ``yielded`` once.
 
     The dispatch loop runs each handler's first step itself, to learn whether
     it completes without suspending (then no flush needs scheduling). When it
     does suspend, this passes its wait to the task runner and drives the rest,
     exactly as ``await`` would.
+
+    An abort (see ``_is_abort``) raised by the coroutine is returned rather
+    than raised, so that the loop can tell it from the GeneratorExit of its
+    own closing (re-raised here) and stop the connection with it.
     """
     while True:
         try:
@@ -134,12 +148,20 @@ def _resume(coroutine: Coroutine[Any, Any, Any], yielded: Any) -> Generator[Any,
             try:
                 yielded = coroutine.throw(exc)
             except StopIteration:
-                return
+                return None
+            except BaseException as raised:
+                if _is_abort(raised):
+                    return raised
+                raise
         else:
             try:
                 yielded = coroutine.send(sent)
             except StopIteration:
-                return
+                return None
+            except BaseException as raised:
+                if _is_abort(raised):
+                    return raised
+                raise
 
 
 class _Batch:
@@ -484,9 +506,22 @@ class ConnectionTo(Generic[R]):
         try:
             line = _wire.encode_error(responder.id, error.to_dict())
         except (TypeError, ValueError, msgspec.EncodeError):
-            line = _wire.encode_error(
-                responder.id, Error(error.code, error.message, repr(error.data)).to_dict()
-            )
+            # Unencodable data, or a message with a lone surrogate (issue 8:
+            # that one used to end the connection). ascii() never fails to
+            # encode, and a __repr__ that raises is not ours to propagate.
+            data: Any = None
+            if error.data is not None:
+                try:
+                    data = ascii(error.data)
+                except Exception:
+                    data = f"<unprintable {type(error.data).__name__}>"
+            try:
+                line = _wire.encode_error(
+                    responder.id, Error(error.code, error.message, data).to_dict()
+                )
+            except (TypeError, ValueError, msgspec.EncodeError):
+                message = str(error.message).encode("utf-8", "backslashreplace").decode()
+                line = _wire.encode_error(responder.id, Error(error.code, message, data).to_dict())
         self._send_answer(responder, line)
 
     def _send_answer(self, responder: Responder[Any], line: bytes) -> None:
@@ -586,17 +621,29 @@ class ConnectionTo(Generic[R]):
                         if pending is not None:
                             # Run the entry's first step here; only if it
                             # suspends does anything need flushing first.
+                            aborted: BaseException | None = None
                             try:
                                 yielded = pending.send(None)
                             except StopIteration:
                                 pass
+                            except BaseException as exc:
+                                if not _is_abort(exc):
+                                    raise
+                                aborted = exc
                             else:
                                 self._sync = False
                                 self._flush()
                                 try:
-                                    await _resume(pending, yielded)
+                                    aborted = await _resume(pending, yielded)
                                 finally:
                                     self._sync = True
+                            if aborted is not None:
+                                # A handler raised KeyboardInterrupt, SystemExit
+                                # or the like (its request was answered): stop
+                                # now, and let connect* raise it unwrapped
+                                # rather than as a task group's exception group.
+                                self._fail(aborted)
+                                return
                         if self._new_dynamic:
                             await self._add_new_dynamic_handlers()
                 finally:
@@ -620,7 +667,10 @@ class ConnectionTo(Generic[R]):
             envelope = _wire.decode_envelope(line)
         except msgspec.ValidationError:
             return self._receive_non_object(line)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
+            # RecursionError: nested too deep to decode. Like serde_json's
+            # depth limit in the Rust SDK, that is a parse error (issue 8: it
+            # used to escape and end the connection).
             self._receive_unparsable(line)
             return None
         params: Any = envelope.params
@@ -681,7 +731,14 @@ class ConnectionTo(Generic[R]):
         self._enqueue(_wire.encode_error(answer_id, Error.invalid_request(data).to_dict()))
 
     def _receive_non_object(self, line: bytes) -> Coroutine[Any, Any, None] | None:
-        value = _wire.loads(line)
+        try:
+            value = _wire.loads(line)
+        except (msgspec.DecodeError, RecursionError):
+            # The envelope decoder refused a value that is JSON but not one we
+            # can read: a number out of range (1e400) or nesting too deep.
+            # Before issue 8 this escaped and ended the connection.
+            self._receive_unparsable(line)
+            return None
         if type(value) is list and value:
             return self._receive_batch(value)
         self._enqueue(_wire.encode_error(None, Error.invalid_request().to_dict()))
@@ -754,7 +811,19 @@ class ConnectionTo(Generic[R]):
         self, request: OutgoingRequest, settlement: int, payload: Any
     ) -> None:
         router = ResponseRouter(self, request)  # disarms the request (§4.2)
-        result = payload if settlement == SETTLED_ERROR else decode_plain(payload)
+        if settlement == SETTLED_ERROR:
+            result = payload
+        else:
+            try:
+                result = decode_plain(payload)
+            except (msgspec.DecodeError, RecursionError) as exc:
+                # A result we cannot read (1e400, invalid UTF-8, too deep) is
+                # the awaiter's parse error, as SentRequest reports it; it used
+                # to escape and end the connection (issue 8).
+                settlement = SETTLED_ERROR
+                payload = result = Error.parse_error(
+                    {"error": str(exc)[:500], "phase": "deserialization", "method": request.method}
+                )
         self._current_response = request
         try:
             handlers = [
@@ -817,7 +886,7 @@ class ConnectionTo(Generic[R]):
         for handler in (*chain, *self._dynamic_for(REQUEST, method, inner)):
             try:
                 message = handler.message(method, params, inner)
-            except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            except (msgspec.DecodeError, RecursionError) as exc:  # ValidationError is one
                 if not responder._done:
                     responder.respond_with_error(
                         invalid_params_error(exc, inner[1] if handler.unwraps and inner else params)
@@ -831,6 +900,9 @@ class ConnectionTo(Generic[R]):
             except Exception as exc:
                 self._answer_failure(responder, exc, handler)
                 return
+            except BaseException as exc:
+                self._answer_abort(responder, exc)
+                raise
             if isinstance(outcome, NotHandled):
                 retry = retry or outcome.retry
                 if outcome.message is not None:
@@ -844,6 +916,9 @@ class ConnectionTo(Generic[R]):
             except Exception as exc:
                 self._answer_failure(responder, exc, None)
                 return
+            except BaseException as exc:
+                self._answer_abort(responder, exc)
+                raise
             if not isinstance(outcome, NotHandled):
                 return
         if retry:
@@ -863,9 +938,20 @@ class ConnectionTo(Generic[R]):
                 responder.method,
                 exc_info=exc,
             )
-            error = Error.internal_error({"details": f"{type(exc).__name__}: {exc}"[:1000]})
+            error = Error.internal_error({"details": _describe(exc)})
         if not responder._done:
             responder.respond_with_error(error)
+
+    def _answer_abort(self, responder: Responder[Any], exc: BaseException) -> None:
+        """A handler raised KeyboardInterrupt, SystemExit or another abort:
+        answer its request (-32603) before the abort stops the connection, so
+        that the peer is not left waiting. Cancellation answers nothing here."""
+        if not _is_abort(exc) or responder._done:
+            return
+        try:
+            responder.respond_with_error(Error.internal_error({"details": _describe(exc)}))
+        except Exception:  # the connection is being torn down
+            log.debug("could not answer %r after %r", responder.method, exc)
 
     # -- notifications ------------------------------------------------------------
 
@@ -895,7 +981,7 @@ class ConnectionTo(Generic[R]):
             return True
         try:
             value = decode_plain(params)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             value = None
         if (
             not isinstance(value, dict)
@@ -920,7 +1006,7 @@ class ConnectionTo(Generic[R]):
         for handler in (*chain, *self._dynamic_for(NOTIFICATION, method, inner)):
             try:
                 message = handler.message(method, params, inner)
-            except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            except (msgspec.DecodeError, RecursionError) as exc:  # ValidationError is one
                 log.warning("notification %r has invalid params: %s", method, exc)
                 return
             try:
@@ -1012,7 +1098,7 @@ class ConnectionTo(Generic[R]):
     ) -> bool:
         try:
             message = handler.message(method, params, inner)
-        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        except (msgspec.DecodeError, RecursionError) as exc:  # ValidationError is one
             if responder is not None and not responder._done:
                 responder.respond_with_error(invalid_params_error(exc, params))
             return True
@@ -1032,6 +1118,10 @@ class ConnectionTo(Generic[R]):
             else:
                 log.error("dynamic handler for %r raised", method, exc_info=exc)
             return True
+        except BaseException as exc:
+            if responder is not None:
+                self._answer_abort(responder, exc)
+            raise
         return not isinstance(outcome, NotHandled)
 
     # == lifecycle ==========================================================
@@ -1134,16 +1224,16 @@ class ConnectionTo(Generic[R]):
             await self._drain()
             self._finished.set()
 
-    async def _final_drain(self, timeout: float) -> None:
+    async def _final_drain(self, limit: float) -> None:
         """Flush what is queued when ``connect_with``'s main ends normally.
 
         A deliberate difference from the Rust SDK, which drops queued output
         there (§2.6). The drain is shielded, so that what main sent last still
-        goes out, and bounded by ``timeout``. The dispatch loop keeps reading
+        goes out, and bounded by ``limit`` seconds. The dispatch loop keeps reading
         meanwhile, so a peer that writes before it reads cannot deadlock the
         drain (§6.D #42), and a read error ends it with that error (#43).
         """
-        with anyio.move_on_after(timeout, shield=True) as scope:
+        with anyio.move_on_after(limit, shield=True) as scope:
             self._drain_scope = scope
             try:
                 await self._drain()
@@ -1164,6 +1254,17 @@ class ConnectionTo(Generic[R]):
         self._output_closed = True
         for request in self._table.fail_all():
             self._settle(request, SETTLED_LOST, None)
+
+
+def _describe(exc: BaseException) -> str:
+    """``"Type: message"`` for an error answer's data; never raises (a
+    ``__str__`` that raises used to end the connection, issue 8)."""
+    name = type(exc).__name__
+    try:
+        text = str(exc)
+    except Exception:
+        return f"{name}: <str() failed>"
+    return (f"{name}: {text}" if text else name)[:1000]
 
 
 def _check_params(method: str, params: Any) -> None:

@@ -47,7 +47,6 @@ SUCCESSOR_METHOD: Final = "_proxy/successor"
 PROXY_INITIALIZE_METHOD: Final = "_proxy/initialize"
 
 
-
 class UntypedMessage:
     """A request or notification by method name, with plain JSON params.
 
@@ -174,17 +173,23 @@ def invalid_params_error(exc: Exception, params: Any) -> Error:
     """-32602 with a short reason; the params echoed only while small."""
     data: dict[str, Any] = {"error": str(exc)[:500], "phase": "deserialization"}
     raw = params
-    if type(raw) is msgspec.Raw:
-        if len(memoryview(raw)) <= 1024:
-            data["json"] = _wire.loads(raw)
-        else:
-            data["json_size"] = len(memoryview(raw))
-    elif raw is not MISSING:
-        text = _wire.encode_payload(raw)
-        if len(text) <= 1024:
-            data["json"] = raw
-        else:
-            data["json_size"] = len(text)
+    try:
+        if type(raw) is msgspec.Raw:
+            if len(memoryview(raw)) <= 1024:
+                data["json"] = _wire.loads(raw)
+            else:
+                data["json_size"] = len(memoryview(raw))
+        elif raw is not MISSING:
+            text = _wire.encode_payload(raw)
+            if len(text) <= 1024:
+                data["json"] = raw
+            else:
+                data["json_size"] = len(text)
+    except (msgspec.DecodeError, msgspec.EncodeError, RecursionError):
+        # Params that are not JSON we can read (invalid UTF-8, 1e400, too
+        # deep) are not echoed; re-reading them here used to raise out of the
+        # dispatch loop and end the connection (issue 8).
+        pass
     return Error.invalid_params(data)
 
 

@@ -149,7 +149,7 @@ def scan_head(head: bytes) -> tuple[object, int]:
         if key_end < 0:
             break
         try:
-            key = json.loads(head[i:key_end])
+            key = json.loads(head[i:key_end].decode("utf-8"))
         except ValueError:
             break
         i = _skip_ws(head, key_end)
@@ -166,7 +166,7 @@ def scan_head(head: bytes) -> tuple[object, int]:
             value, i = _scalar(head, i)
             if i < 0:
                 break
-            if is_valid_id(value):
+            if is_valid_id(value) and _encodable(value):
                 request_id = value
             continue
         i = _skip_value(head, i)
@@ -207,7 +207,7 @@ def _scalar(data: bytes, i: int) -> tuple[object, int]:
         if j < 0:
             return MISSING, -1
         try:
-            return json.loads(data[i:j]), j
+            return json.loads(data[i:j].decode("utf-8")), j
         except ValueError:
             return MISSING, -1
     for word, value in ((b"null", None), (b"true", True), (b"false", False)):
@@ -220,7 +220,23 @@ def _scalar(data: bytes, i: int) -> tuple[object, int]:
     text = match.group()
     if match.group(1) is not None or match.group(2) is not None:
         return float(text), match.end()
+    if len(text) > 20:
+        # Longer than any 64-bit integer (and int() refuses more than 4300
+        # digits, which made scan_head raise): not an id, whatever it is.
+        return MISSING, match.end()
     return int(text), match.end()
+
+
+def _encodable(value: object) -> bool:
+    # A string id with a lone surrogate ("\ud800" escaped in the JSON) cannot
+    # be written back in an answer: it is not an id worth answering.
+    if type(value) is not str:
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _skip_value(data: bytes, i: int) -> int:

@@ -8,12 +8,29 @@ Channel (see _channel.py) and closes it when the connection ends.
 * ``ByteStreams(receive_stream, send_stream)``: any anyio byte streams;
 * ``Subprocess(command, ...)``: a child process's stdin/stdout, shut down
   gracefully (close its stdin, wait, terminate, kill) when the connection ends;
+* ``tcp(host, port)``, ``unix(path)``: connect to a listening peer;
+  ``listen_tcp(...)``, ``listen_unix(...)``: accept peers (``SocketListener``),
+  each as a ``SocketTransport``;
+* ``FdTransport(read_fd, write_fd)``: raw descriptors of any kind;
 * ``acp_fast.testing.memory_pair()``: two in-process ends, no system calls.
 """
 
 from __future__ import annotations
 
 from .base import ByteStreams, FdTransport, Transport, stdio
+from .sockets import SocketListener, SocketTransport, listen_tcp, listen_unix, tcp, unix
 from .subprocess import Subprocess
 
-__all__ = ("ByteStreams", "FdTransport", "Subprocess", "Transport", "stdio")
+__all__ = (
+    "ByteStreams",
+    "FdTransport",
+    "SocketListener",
+    "SocketTransport",
+    "Subprocess",
+    "Transport",
+    "listen_tcp",
+    "listen_unix",
+    "stdio",
+    "tcp",
+    "unix",
+)

@@ -5,8 +5,9 @@ take whatever bytes have arrived, and hand over bytes to send. A Channel
 offers exactly that, shaped for the per-message path:
 
 * ``receive()`` returns the next bytes that arrived (``b""`` at EOF). Reads
-  go straight to the OS into a fixed-size buffer (64 KiB, more while a large
-  line is arriving), never through an anyio stream per message.
+  go straight to the OS, never through an anyio stream per message: 64 KiB
+  at a time, or, while a large line is arriving, up to 1 MiB into a buffer
+  that is reused (never a fresh large buffer per read, see FdChannel).
 * ``write(data)`` is synchronous and never blocks: it writes what the OS
   takes now and keeps the rest, which the channel's own ``run()`` task writes
   as the descriptor becomes writable. Order is always preserved.
@@ -24,10 +25,11 @@ from __future__ import annotations
 
 import errno
 import os
+import select
 import socket
 import stat
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, cast
 
 import anyio
@@ -57,7 +59,10 @@ class Channel:
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
-        self._held: deque[bytes] = deque()  # written by us, not yet by the OS
+        # Written by us, not yet by the OS. A partly written message is kept
+        # as a memoryview of its rest: slicing bytes would copy the remainder
+        # on every partial write, quadratic for a 10 MB message on a pipe.
+        self._held: deque[bytes | memoryview] = deque()
         self._held_size = 0
         self._writer: Waiter | None = None  # the run() task, parked
         self._drainers: list[Waiter] = []
@@ -92,12 +97,15 @@ class Channel:
                 raise
             if written == len(data):
                 return
-            data = data[written:]
-        self._held.append(data)
-        self._held_size += len(data)
+            rest = memoryview(data)[written:]
+            self._held.append(rest)
+            self._held_size += len(rest)
+        else:
+            self._held.append(data)
+            self._held_size += len(data)
         self._wake_writer()
 
-    def _write_now(self, data: bytes) -> int:
+    def _write_now(self, data: bytes | memoryview) -> int:
         """Write as much as possible without blocking; return the count."""
         raise NotImplementedError
 
@@ -134,7 +142,7 @@ class Channel:
                 if written == len(data):
                     self._held.popleft()
                     continue
-                self._held[0] = data[written:]
+                self._held[0] = memoryview(data)[written:]
                 await self._wait_writable()
             self._release_drainers()
 
@@ -187,13 +195,32 @@ class Channel:
 
 # --- file descriptors: pipes, sockets, ttys, regular files --------------------
 
+# How FdChannel drives one descriptor.
+_DIRECT = 0  # regular files, devices epoll refuses (/dev/null): plain calls, never wait
+_NONBLOCKING = 1  # O_NONBLOCK is set on its description: os.read/os.write + readiness
+_SOCKET = 2  # a socket whose description is shared: recv/send with MSG_DONTWAIT
+
 
 class FdChannel(Channel):
     """A channel over file descriptors (one for each direction, or one socket).
 
-    Pipes, sockets and ttys are used in non-blocking mode with readiness
-    waits; a regular file cannot be polled (epoll refuses it) but never
-    blocks either, so it is read and written directly.
+    ``close_fds`` says which descriptors the channel owns and closes at the
+    end: all (True), none (False) or the given ones. How each descriptor is
+    driven depends on what it is:
+
+    * pipes, FIFOs, ttys and owned sockets are switched to non-blocking mode
+      and driven with readiness waits. The caller decides whether that flag
+      may be changed (``FdTransport`` reopens or restores shared ones);
+    * a socket the channel does not own is driven with ``MSG_DONTWAIT`` on a
+      duplicate of it, so its (shared) blocking flag is never touched;
+    * a regular file, and a device epoll refuses (``/dev/null``), cannot be
+      polled but never blocks either: it is read and written directly.
+
+    Reads take 64 KiB with ``os.read``, which for that size costs no more than
+    a reused buffer. While a large line is arriving (``read_hint``) they go
+    into a reused 1 MiB buffer instead: a fresh buffer that large per read is
+    what costs asyncio's own transports an mmap/mremap/munmap each (the
+    "256 KiB read trap" in the performance notes).
     """
 
     def __init__(
@@ -202,60 +229,99 @@ class FdChannel(Channel):
         read_fd: int | None,
         write_fd: int | None,
         *,
-        close_fds: bool = True,
+        close_fds: bool | Iterable[int] = True,
         on_close: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(backend)
-        self._read_fd = read_fd
-        self._write_fd = write_fd
-        self._close_fds = close_fds
+        fds = {fd for fd in (read_fd, write_fd) if fd is not None}
+        if close_fds is True:
+            owned = set(fds)
+        elif close_fds is False:
+            owned = set()
+        else:
+            owned = set(close_fds) & fds
         self._on_close = on_close
-        self._read_polls = read_fd is not None and _pollable(read_fd)
-        self._write_polls = write_fd is not None and _pollable(write_fd)
-        self._socket_read = read_fd is not None and _is_socket(read_fd)
-        self._socket_write = write_fd is not None and _is_socket(write_fd)
-        for fd, polls in ((read_fd, self._read_polls), (write_fd, self._write_polls)):
-            if fd is not None and polls:
-                os.set_blocking(fd, False)
         self._closed = False
+        # Per distinct descriptor: (fd used, mode, socket object or None).
+        # Descriptors we open here (duplicates of shared sockets) join `owned`.
+        ends: dict[int, tuple[int, int, socket.socket | None]] = {}
+        try:
+            for fd in fds:
+                ends[fd] = _prepare(fd, fd in owned, owned)
+        except BaseException:
+            for fd in owned - fds:
+                os.close(fd)
+            raise
+        self._owned = owned
+        none: tuple[int | None, int, socket.socket | None] = (None, _DIRECT, None)
+        self._read_fd, self._read_mode, self._read_sock = (
+            ends[read_fd] if read_fd is not None else none
+        )
+        self._write_fd, self._write_mode, self._write_sock = (
+            ends[write_fd] if write_fd is not None else none
+        )
+        # A pty master reads EIO once the other side is gone: that is its EOF.
+        self._read_eio_is_eof = read_fd is not None and os.isatty(read_fd)
+        self._large_buffer: bytearray | None = None
+
+    # -- reading ------------------------------------------------------------
 
     async def receive(self) -> bytes:
         fd = self._read_fd
         if fd is None:
             raise ChannelError("this channel has no input")
-        size = LARGE_READ_SIZE if self.read_hint > READ_SIZE else READ_SIZE
-        if not self._read_polls:
+        mode = self._read_mode
+        if mode == _DIRECT:
             await anyio.lowlevel.checkpoint()
-            try:
-                return os.read(fd, size)
-            except OSError as exc:
-                raise ChannelError(f"read failed: {exc}") from exc
         while True:
             try:
-                return os.read(fd, size)
+                if self.read_hint > READ_SIZE:
+                    return self._read_large(fd)
+                self._large_buffer = None  # the large line is done: free its buffer
+                if mode == _SOCKET:
+                    assert self._read_sock is not None
+                    return self._read_sock.recv(READ_SIZE, socket.MSG_DONTWAIT)
+                return os.read(fd, READ_SIZE)
             except BlockingIOError:
                 pass
             except OSError as exc:
-                if exc.errno == errno.ECONNRESET:
+                if exc.errno == errno.ECONNRESET or (
+                    exc.errno == errno.EIO and self._read_eio_is_eof
+                ):
                     return b""
                 raise ChannelError(f"read failed: {exc}") from exc
+            if mode == _DIRECT:  # pragma: no cover - files never say "try again"
+                raise ChannelError("read failed: a non-pollable descriptor would block")
             await self.backend.wait_readable(fd)
 
-    def _write_now(self, data: bytes) -> int:
+    def _read_large(self, fd: int) -> bytes:
+        buffer = self._large_buffer
+        if buffer is None:
+            buffer = self._large_buffer = bytearray(LARGE_READ_SIZE)
+        if self._read_mode == _SOCKET:
+            assert self._read_sock is not None
+            count = self._read_sock.recv_into(buffer, LARGE_READ_SIZE, socket.MSG_DONTWAIT)
+        else:
+            count = os.readv(fd, (buffer,))
+        return bytes(memoryview(buffer)[:count])
+
+    # -- writing ------------------------------------------------------------
+
+    def _write_now(self, data: bytes | memoryview) -> int:
         fd = self._write_fd
         if fd is None:
             raise ChannelError("this channel has no output")
-        if not self._write_polls:
-            # A regular file: a blocking write that always completes.
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-            except OSError as exc:
-                raise ChannelError(f"write failed: {exc}") from exc
-            return len(data)
         try:
-            return os.write(fd, data)
+            if self._write_mode == _NONBLOCKING:
+                return os.write(fd, data)
+            if self._write_mode == _SOCKET:
+                assert self._write_sock is not None
+                return self._write_sock.send(data, socket.MSG_DONTWAIT)
+            # A regular file: a blocking write that always completes.
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            return len(data)
         except BlockingIOError:
             return 0
         except OSError as exc:
@@ -269,50 +335,104 @@ class FdChannel(Channel):
         fd = self._write_fd
         if fd is None:
             return
+        if self._write_sock is not None:
+            # A socket (maybe our read side too, maybe shared): a half-close
+            # is how its peer sees EOF while we keep reading.
+            try:
+                self._write_sock.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
         if fd == self._read_fd:
-            if self._socket_write:
-                socket.socket(fileno=fd).detach()  # borrow: keep the fd open
-                _shutdown_write(fd)
-            return
+            return  # the descriptor stays open for reading
         self._write_fd = None
         self.backend.forget_fd(fd)
-        if self._close_fds:
-            os.close(fd)
+        if fd in self._owned:
+            self._owned.discard(fd)
+            _close_end(fd, self._write_sock)
 
     async def aclose(self) -> None:
         if self._closed:
             return
         self._closed = True
-        fds = {fd for fd in (self._read_fd, self._write_fd) if fd is not None}
+        ends = {
+            fd: sock
+            for fd, sock in ((self._read_fd, self._read_sock), (self._write_fd, self._write_sock))
+            if fd is not None
+        }
         self._read_fd = self._write_fd = None
-        for fd in fds:
+        self._large_buffer = None
+        for fd, sock in ends.items():
             self.backend.forget_fd(fd)
-            if self._close_fds:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+            if fd in self._owned:
+                _close_end(fd, sock)
+            elif sock is not None:
+                sock.detach()  # borrowed: the descriptor stays open
+        self._owned.clear()
         if self._on_close is not None:
             self._on_close()
 
 
-def _pollable(fd: int) -> bool:
+def _prepare(fd: int, owned: bool, opened: set[int]) -> tuple[int, int, socket.socket | None]:
+    """Decide how to drive ``fd``: returns (fd to use, mode, socket object)."""
     mode = os.fstat(fd).st_mode
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+    if stat.S_ISSOCK(mode):
+        if owned:
+            os.set_blocking(fd, False)
+            return fd, _NONBLOCKING, socket.socket(fileno=fd)
+        # Shared (stdin/stdout as an inetd-style socket, say): O_NONBLOCK
+        # would change it for every process holding it, MSG_DONTWAIT only
+        # changes our calls. A duplicate gives us a socket object to own.
+        dup = os.dup(fd)
+        opened.add(dup)
+        return dup, _SOCKET, _borrowed_socket(dup)
+    if not _pollable(fd, mode):
+        return fd, _DIRECT, None
+    os.set_blocking(fd, False)
+    return fd, _NONBLOCKING, None
 
 
-def _is_socket(fd: int) -> bool:
-    return stat.S_ISSOCK(os.fstat(fd).st_mode)
-
-
-def _shutdown_write(fd: int) -> None:
+def _borrowed_socket(fd: int) -> socket.socket:
+    """A socket object for ``fd`` that leaves its blocking flag as it was."""
+    was_blocking = os.get_blocking(fd)
     sock = socket.socket(fileno=fd)
+    if sock.gettimeout() is not None:
+        # socket.setdefaulttimeout() is in force: such an object polls before
+        # each call (blocking the event loop) and switched the flag.
+        sock.settimeout(None)
+    if os.get_blocking(fd) != was_blocking:
+        os.set_blocking(fd, was_blocking)
+    return sock
+
+
+def _close_end(fd: int, sock: socket.socket | None) -> None:
     try:
-        sock.shutdown(socket.SHUT_WR)
+        if sock is not None:
+            sock.close()
+        else:
+            os.close(fd)
     except OSError:
         pass
-    finally:
-        sock.detach()
+
+
+def _pollable(fd: int, mode: int | None = None) -> bool:
+    """Can readiness be waited for on ``fd`` (is it not a file, in effect)?"""
+    if mode is None:
+        mode = os.fstat(fd).st_mode
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISBLK(mode):
+        return False
+    if not stat.S_ISCHR(mode):
+        return True  # pipes, FIFOs, sockets
+    # Character devices differ: ttys poll, /dev/null and friends make epoll
+    # fail with EPERM (both event loops use epoll on Linux). Ask it.
+    epoll = getattr(select, "epoll", None)
+    if epoll is None:  # pragma: no cover - not Linux
+        return True
+    with epoll() as probe:
+        try:
+            probe.register(fd, 0)
+        except PermissionError:
+            return False
+    return True
 
 
 # --- anyio byte streams ------------------------------------------------------
@@ -338,13 +458,21 @@ class StreamChannel(Channel):
 
     async def receive(self) -> bytes:
         try:
+            if self.read_hint > READ_SIZE:
+                # A large line is arriving: take it in larger pieces.
+                return await self._receive_stream.receive(LARGE_READ_SIZE)
             return await self._receive_stream.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             return b""
-        except (anyio.BrokenResourceError, OSError) as exc:
+        except Exception as exc:
+            # Any other failure of the stream (BrokenResourceError, OSError,
+            # IncompleteRead, a custom stream's own exception) is a read error:
+            # the connection fails with it as an acp.Error, never as a clean
+            # EOF and never as a raw exception escaping its task group
+            # (rust-sdk-semantics §2.7, §7.7).
             raise ChannelError(f"read failed: {exc!r}") from exc
 
-    def _write_now(self, data: bytes) -> int:
+    def _write_now(self, data: bytes | memoryview) -> int:
         return 0  # everything goes through run()
 
     async def run(self) -> None:
@@ -364,7 +492,10 @@ class StreamChannel(Channel):
             self._held.clear()
             try:
                 await self._send_stream.send(data)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            except Exception as exc:
+                # As for reads: whatever the stream raises is a write failure
+                # of the transport (§2.7), reported through _failure, not an
+                # exception escaping the connection's task group.
                 self._fail(exc)
                 return
             self._held_size -= size
@@ -457,7 +588,7 @@ class MemoryChannel(Channel):
         pipe.wake_writer()
         return data
 
-    def _write_now(self, data: bytes) -> int:
+    def _write_now(self, data: bytes | memoryview) -> int:
         pipe = self._outbound
         if pipe.closed:
             raise ChannelError("write failed: the other end closed its input")
@@ -466,7 +597,8 @@ class MemoryChannel(Channel):
             return 0
         if len(data) > room:
             data = data[:room]
-        pipe.chunks.append(data)
+        # The reader gets bytes; a held rest (a memoryview) is copied once here.
+        pipe.chunks.append(data if type(data) is bytes else bytes(data))
         pipe.size += len(data)
         pipe.wake_reader()
         return len(data)

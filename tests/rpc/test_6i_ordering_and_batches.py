@@ -27,7 +27,9 @@ def recording_builder(seen: list[str]) -> acp.Builder[Any]:
     async def record(message: acp.UntypedMessage, cx: Any) -> None:
         seen.append(message.method)
 
-    return acp.UntypedRole.builder().on_receive_request(echo, SIMPLE).on_receive_notification(record)
+    return (
+        acp.UntypedRole.builder().on_receive_request(echo, SIMPLE).on_receive_notification(record)
+    )
 
 
 async def test_s96_callback_consumes_response_before_following_message_is_dispatched():
@@ -74,7 +76,9 @@ async def test_s98_ordered_callback_installs_dynamic_handler_before_later_batch_
     async with facing_raw_peer() as (cx, peer, log):
 
         def install(result: Any) -> None:
-            cx.add_dynamic_handler(acp.HandlerEntry.notification(late_handler, "session-update")).detach()
+            cx.add_dynamic_handler(
+                acp.HandlerEntry.notification(late_handler, "session-update")
+            ).detach()
 
         cx.send_request(acp.UntypedMessage("ask", {})).on_receiving_result(install)
         request = await log.next()
@@ -135,7 +139,11 @@ async def test_s99_mixed_batch_returns_one_array_with_each_response_bearing_entr
         assert by_id["1"]["result"] == {"result": "echo: one"}
         assert by_id["None"]["error"]["code"] == -32600
         assert by_id["2"]["error"]["code"] == -32602
-        assert by_id["3"]["error"] == {"code": -32603, "message": "Internal error", "data": "handler error won"}
+        assert by_id["3"]["error"] == {
+            "code": -32603,
+            "message": "Internal error",
+            "data": "handler error won",
+        }
         assert await log.next() == {"jsonrpc": "2.0", "id": 5, "result": {"result": "echo: after"}}
     assert handled == ["note"]
 
@@ -170,7 +178,9 @@ async def test_s101_incomplete_batch_withholds_partial_responses_without_blockin
     async def park(message: Any, responder: acp.Responder[Any], cx: Any) -> None:
         parked.append(responder)
 
-    builder = acp.UntypedRole.builder().on_receive_request(echo, SIMPLE).on_receive_request(park, "park")
+    builder = (
+        acp.UntypedRole.builder().on_receive_request(echo, SIMPLE).on_receive_request(park, "park")
+    )
     async with facing_raw_peer(builder) as (cx, peer, log):
         peer.send(
             [
@@ -178,8 +188,14 @@ async def test_s101_incomplete_batch_withholds_partial_responses_without_blockin
                 {"jsonrpc": "2.0", "id": 2, "method": SIMPLE, "params": {"message": "two"}},
             ]
         )
-        peer.send({"jsonrpc": "2.0", "id": 3, "method": SIMPLE, "params": {"message": "standalone"}})
-        assert await log.next() == {"jsonrpc": "2.0", "id": 3, "result": {"result": "echo: standalone"}}
+        peer.send(
+            {"jsonrpc": "2.0", "id": 3, "method": SIMPLE, "params": {"message": "standalone"}}
+        )
+        assert await log.next() == {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "result": {"result": "echo: standalone"},
+        }
         parked.pop().respond("late")
         array = await log.next()
         assert sorted(array, key=lambda e: e["id"]) == [
@@ -192,7 +208,9 @@ async def test_s102_dropped_batch_responder_gets_internal_error_without_strandin
     async def drop(message: Any, responder: acp.Responder[Any], cx: Any) -> None:
         return None  # neither answers nor keeps the responder
 
-    builder = acp.UntypedRole.builder().on_receive_request(echo, SIMPLE).on_receive_request(drop, "drop")
+    builder = (
+        acp.UntypedRole.builder().on_receive_request(echo, SIMPLE).on_receive_request(drop, "drop")
+    )
     async with facing_raw_peer(builder) as (cx, peer, log):
         peer.send(
             [
@@ -278,7 +296,17 @@ async def test_all_invalid_batch_gets_an_array_of_invalid_request_errors():
     async with facing_raw_peer() as (cx, peer, log):
         peer.send("[1,2,3]")
         array = await log.next()
-        assert array == [{"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Invalid request"}}] * 3
+        assert (
+            array
+            == [
+                {
+                    "jsonrpc": "2.0",
+                    "id": None,
+                    "error": {"code": -32600, "message": "Invalid request"},
+                }
+            ]
+            * 3
+        )
 
 
 async def test_responses_in_a_batch_are_routed_in_order():
@@ -286,7 +314,12 @@ async def test_responses_in_a_batch_are_routed_in_order():
         first = cx.send_request(acp.UntypedMessage("a", {}))
         second = cx.send_request(acp.UntypedMessage("b", {}))
         a, b = await log.next(), await log.next()
-        peer.send([{"jsonrpc": "2.0", "id": b["id"], "result": "B"}, {"jsonrpc": "2.0", "id": a["id"], "result": "A"}])
+        peer.send(
+            [
+                {"jsonrpc": "2.0", "id": b["id"], "result": "B"},
+                {"jsonrpc": "2.0", "id": a["id"], "result": "A"},
+            ]
+        )
         with anyio.fail_after(TIMEOUT):
             assert (await first, await second) == ("A", "B")
 
