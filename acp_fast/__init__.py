@@ -56,15 +56,21 @@ __version__ = "0.1.0"
 # only speaks raw JSON-RPC never needs: it is imported on first use.
 _LAZY = {
     "AgentConnection": "._typed.client",
+    "AgentConnectionV2": "._typed.v2",
     "BaseAgent": "._typed.agent",
+    "BaseAgentV2": "._typed.v2",
     "BaseClient": "._typed.client",
+    "BaseClientV2": "._typed.v2",
     "ClientConnection": "._typed.agent",
     "Terminal": "._typed.agent",
     "agent_builder": "._typed.agent",
     "client_builder": "._typed.client",
     "connect_to_agent": "._typed.client",
+    "connect_to_agent_v2": "._typed.v2",
     "run_agent": "._typed.agent",
     "serve_agent": "._typed.agent",
+    "serve_agent_v2": "._typed.v2",
+    "serve_versioned_agent": "._typed.v2",
     "spawn_agent": "._typed.client",
 }
 
@@ -80,6 +86,12 @@ if TYPE_CHECKING:
     from ._typed.client import client_builder as client_builder
     from ._typed.client import connect_to_agent as connect_to_agent
     from ._typed.client import spawn_agent as spawn_agent
+    from ._typed.v2 import AgentConnectionV2 as AgentConnectionV2
+    from ._typed.v2 import BaseAgentV2 as BaseAgentV2
+    from ._typed.v2 import BaseClientV2 as BaseClientV2
+    from ._typed.v2 import connect_to_agent_v2 as connect_to_agent_v2
+    from ._typed.v2 import serve_agent_v2 as serve_agent_v2
+    from ._typed.v2 import serve_versioned_agent as serve_versioned_agent
 
 
 def __getattr__(name: str) -> object:
@@ -98,8 +110,11 @@ __all__ = (
     "AbandonedRequestWarning",
     "Agent",
     "AgentConnection",
+    "AgentConnectionV2",
     "BaseAgent",
+    "BaseAgentV2",
     "BaseClient",
+    "BaseClientV2",
     "Builder",
     "ByteStreams",
     "Client",
@@ -134,12 +149,15 @@ __all__ = (
     "agent_builder",
     "client_builder",
     "connect_to_agent",
+    "connect_to_agent_v2",
     "is_cancel_request_notification",
     "is_incoming_transport_closed",
     "listen_tcp",
     "listen_unix",
     "run_agent",
     "serve_agent",
+    "serve_agent_v2",
+    "serve_versioned_agent",
     "spawn_agent",
     "stdio",
     "tcp",
