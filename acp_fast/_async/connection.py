@@ -290,11 +290,7 @@ class ConnectionTo(Generic[R]):
 
     def send_request_to(self, peer: Any, request: Any) -> SentRequest[Any]:
         """Send ``request`` to ``peer`` (proxies: ``acp.Client`` or ``acp.Agent``)."""
-        method = method_of(request)
-        outgoing = self._table.new_request(method)
-        route = self._route_to(peer)
-        outgoing.route = route
-        payload = self._encode_call(outgoing.id, method, wire_params(request), route)
+        outgoing, payload = self._prepare(peer, request)
         self._publish(outgoing, payload)
         return SentRequest(self, outgoing, response_type_of(request))
 
@@ -303,12 +299,16 @@ class ConnectionTo(Generic[R]):
         return self.prepare_request_to(None, request)
 
     def prepare_request_to(self, peer: Any, request: Any) -> PreparedRequest[Any]:
+        outgoing, payload = self._prepare(peer, request)
+        return PreparedRequest(self, outgoing, response_type_of(request), payload)
+
+    def _prepare(self, peer: Any, request: Any) -> tuple[OutgoingRequest, bytes | Error]:
+        # Reserve an id and encode (§3.7): nothing is registered or sent yet.
         method = method_of(request)
         outgoing = self._table.new_request(method)
         route = self._route_to(peer)
         outgoing.route = route
-        payload = self._encode_call(outgoing.id, method, wire_params(request), route)
-        return PreparedRequest(self, outgoing, response_type_of(request), payload)
+        return outgoing, self._encode_call(outgoing.id, method, wire_params(request), route)
 
     def send_notification(self, notification: Any) -> None:
         """Send a notification to the counterpart."""
