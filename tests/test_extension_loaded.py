@@ -23,14 +23,18 @@ def test_compiled_core_is_loaded():
 def test_pure_core_is_selected_by_the_environment():
     code = "import acp_fast._core as c; print(c.IMPLEMENTATION, c.LineBuffer.__module__)"
     env = {"ACP_FAST_NO_EXTENSIONS": "1", "PATH": ""}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
     assert out.stdout.split() == ["py", "acp_fast._core._framing_py"]
 
 
 def test_zero_means_no(monkeypatch):
     code = "import acp_fast._core as c; print(c.NO_EXTENSIONS)"
     env = {"ACP_FAST_NO_EXTENSIONS": "0", "PATH": ""}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip() == "False"
 
 
@@ -50,5 +54,7 @@ def test_core_imports_nothing_but_the_standard_library():
         "print(bad, acp_fast._core.IMPLEMENTATION)"
     )
     for env in ({"PATH": ""}, {"ACP_FAST_NO_EXTENSIONS": "1", "PATH": ""}):
-        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
         assert out.stdout.split()[0] == "[]"

@@ -35,7 +35,13 @@ def test_lazy_names_are_all_exported_and_typed_api_loads_on_demand():
 
 
 def test_public_modules_import():
-    for module in ("acp_fast.testing", "acp_fast.helpers", "acp_fast.schema", "acp_fast.schema.v1", "acp_fast.schema.v2"):
+    for module in (
+        "acp_fast.testing",
+        "acp_fast.helpers",
+        "acp_fast.schema",
+        "acp_fast.schema.v1",
+        "acp_fast.schema.v2",
+    ):
         importlib.import_module(module)
 
 

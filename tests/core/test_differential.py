@@ -13,9 +13,9 @@ pytestmark = pytest.mark.c_extension
 C, PY = CoreImpl("c"), CoreImpl("py")
 
 line_bytes = st.binary(max_size=40).map(lambda b: b.replace(b"\n", b" "))
-streams = st.lists(
-    st.tuples(line_bytes, st.sampled_from([b"\n", b"\r\n"])), max_size=20
-).map(lambda lines: b"".join(body + end for body, end in lines))
+streams = st.lists(st.tuples(line_bytes, st.sampled_from([b"\n", b"\r\n"])), max_size=20).map(
+    lambda lines: b"".join(body + end for body, end in lines)
+)
 
 
 def _feed(impl, data, cuts, max_line):
@@ -36,7 +36,9 @@ def _plain(item):
 
 @settings(max_examples=300, deadline=None)
 @given(
-    data=streams.flatmap(lambda d: st.tuples(st.just(d + b"tail"), st.lists(st.integers(0, len(d) + 4)))),
+    data=streams.flatmap(
+        lambda d: st.tuples(st.just(d + b"tail"), st.lists(st.integers(0, len(d) + 4)))
+    ),
     max_line=st.integers(1, 50),
 )
 def test_framers_agree(data, max_line):
@@ -45,7 +47,11 @@ def test_framers_agree(data, max_line):
 
 
 json_ids = st.one_of(
-    st.none(), st.booleans(), st.integers(-(2**64), 2**64), st.floats(allow_nan=False), st.text(max_size=3)
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**64), 2**64),
+    st.floats(allow_nan=False),
+    st.text(max_size=3),
 )
 heads = st.sampled_from([-1, 123, 91, 110, 49, 34, 116])
 
@@ -78,8 +84,21 @@ def test_head_scanners_agree(head):
 
 operations = st.lists(
     st.tuples(
-        st.sampled_from(["new", "register", "arm", "take", "disarm", "settle", "respond", "fail_all",
-                         "incoming", "cancel_in", "remove_in"]),
+        st.sampled_from(
+            [
+                "new",
+                "register",
+                "arm",
+                "take",
+                "disarm",
+                "settle",
+                "respond",
+                "fail_all",
+                "incoming",
+                "cancel_in",
+                "remove_in",
+            ]
+        ),
         st.integers(0, 5),
     ),
     max_size=60,

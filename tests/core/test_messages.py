@@ -21,7 +21,9 @@ from acp_fast._core import (
 OBJ, ARR, NULL = 123, 91, 110
 
 
-def kind(core, jsonrpc="2.0", id=MISSING, method=MISSING, params=PARAMS_ABSENT, result=False, error=False):
+def kind(
+    core, jsonrpc="2.0", id=MISSING, method=MISSING, params=PARAMS_ABSENT, result=False, error=False
+):
     return core.classify(jsonrpc, id, method, params, result, error)
 
 
@@ -100,7 +102,10 @@ def test_params_head_of_decoded_values(core):
 @pytest.mark.parametrize(
     ("head", "expected"),
     [
-        (b'{"jsonrpc":"2.0","id":5,"method":"fs/write_text_file","params":{"content":"xxxx', (5, SHAPE_CALL)),
+        (
+            b'{"jsonrpc":"2.0","id":5,"method":"fs/write_text_file","params":{"content":"xxxx',
+            (5, SHAPE_CALL),
+        ),
         (b'{"jsonrpc":"2.0","method":"session/update","params":{"x":"', (MISSING, SHAPE_CALL)),
         (b'{"jsonrpc":"2.0","id":"r-1","result":{"content":"aaaa', ("r-1", SHAPE_RESPONSE)),
         (b'{ "id" : 12 , "error" : {"code": -1, "message": "', (12, SHAPE_RESPONSE)),
