@@ -31,8 +31,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "example-proxy", help="run the example proxy on stdio (under a conductor)"
     )
     proxy.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
-    proxy.add_argument("--prompt-prefix", default="", help="put TEXT before each prompt text block")
-    proxy.add_argument("--chunk-prefix", default=">", help="put TEXT before each agent text chunk")
+    proxy.add_argument(
+        "--prompt-prefix", default="", metavar="TEXT", help="put TEXT before each prompt text block"
+    )
+    proxy.add_argument(
+        "--chunk-prefix", default=">", metavar="TEXT", help="put TEXT before each agent text chunk"
+    )
 
     conductor = commands.add_parser(
         "conductor",

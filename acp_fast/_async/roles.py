@@ -23,6 +23,7 @@ import msgspec
 
 from .._core import MISSING, NOTIFICATION, REQUEST
 from .._errors import Error
+from .connection import HIGH_WATER
 from .handlers import HandlerEntry, PeerStyle
 from .messages import (
     NOT_HANDLED,
@@ -126,6 +127,7 @@ class Proxy(Role):
                 cx.send_proxied_message_to(Client, RequestDispatch(unwrapped, dispatch.responder))
             else:
                 cx.send_proxied_message_to(Client, NotificationDispatch(unwrapped))
+            await pace(cx)
             return None
         if isinstance(dispatch, RequestDispatch):
             responder = dispatch.responder
@@ -148,6 +150,7 @@ class Proxy(Role):
         # Everything else from the client side; a raw $/cancel_request is
         # dropped there, its translation already went out (§5.3).
         cx.send_proxied_message_to(Agent, dispatch)
+        await pace(cx)
         return None
 
     @staticmethod
@@ -166,7 +169,8 @@ class Proxy(Role):
         session's requests and notifications from the agent side are routed
         back to the client side, then ``on_session_start(result)`` runs (it
         may be async; the result is the agent's answer, a dict for an untyped
-        request), and only then is the client side answered with the result.
+        request; an exception there fails the connection, as in any result
+        callback), and only then is the client side answered with the result.
         A failed or cancelled session/new leaves nothing behind and relays
         the error (-32800 when the agent honoured the cancel).
 
@@ -204,6 +208,19 @@ class ConductorToProxy(Role):
 
     has_successor = True
     has_default_peer = False
+
+
+async def pace(cx: ConnectionTo[Any]) -> None:
+    """Wait while ``cx`` holds more than about 1 MiB of unwritten output.
+
+    Forwarding is a synchronous send per message; a forwarder that calls
+    this after sending stops its own reading while the next hop is slow,
+    which bounds memory (DESIGN.md §5). Unlike ``cx.drain()`` it does
+    nothing, not even a write, below the mark, so writes stay batched per
+    loop turn.
+    """
+    if cx._channel.pending > HIGH_WATER:
+        await cx.drain()
 
 
 class _SessionIdOnly(msgspec.Struct):

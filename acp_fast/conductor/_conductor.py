@@ -1,0 +1,381 @@
+"""The conductor: a chain of proxies in front of an agent, as one agent.
+
+Structure (rust-sdk-semantics §5.7): one connection to the client (the
+editor), on which the conductor is the agent; one connection per proxy, on
+which it is the proxy's conductor (role ``ConductorToProxy``); one connection
+to the agent, on which it is the client. Component *i* is proxy *i*, and
+component *n* (after the *n* proxies) is the agent.
+
+Every message that arrives is routed one hop, in one of two directions:
+
+* **left to right** (towards the agent): what the client sends, and what
+  proxy *i* sends in ``_proxy/successor`` envelopes, goes to component *i+1*:
+  plainly to a proxy, as is to the agent. ``initialize`` becomes
+  ``_proxy/initialize`` for a proxy;
+* **right to left** (towards the client): what the agent or proxy *i* sends
+  plainly goes to its predecessor: the client, or proxy *i-1* wrapped in a
+  ``_proxy/successor`` envelope.
+
+Requests are re-issued under the next connection's own id and answered with
+whatever comes back (``forward_response_to``), so a ``$/cancel_request``
+from the sender is translated into one for the new id, hop by hop; the raw
+notification itself is dropped, as its id means nothing on the next
+connection (§5.1, §5.3). Each endpoint therefore sees exactly one
+``$/cancel_request`` per cancelled request, carrying its own id.
+
+Routing happens in each connection's dispatch loop and every send is a
+synchronous append to the target's outgoing FIFO, so messages from one
+source keep their order without a central routing task. A handler waits
+(and so stops its connection from reading) only when the target holds more
+than about 1 MiB unwritten: the backpressure that bounds memory.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeAlias
+
+import anyio
+import anyio.abc
+
+from .._async.builder import Builder
+from .._async.connection import ConnectionTo
+from .._async.messages import (
+    PROXY_INITIALIZE_METHOD,
+    NotificationDispatch,
+    RequestDispatch,
+    decode_params,
+    wire_params,
+)
+from .._async.responder import Responder
+from .._async.roles import INITIALIZE_METHOD, Agent, Client, ConductorToProxy, Role, pace
+from .._errors import Error
+from .._transports import Subprocess, Transport
+from .._transports.memory import memory_pair
+
+__all__ = ("Component", "Conductor", "run_conductor")
+
+log = logging.getLogger("acp_fast.conductor")
+
+Component: TypeAlias = Sequence[str] | Transport | Builder[Any]
+"""A link of the chain: an argv list (run as a subprocess), a transport to
+an already running component, or a builder run in this process."""
+
+
+class Conductor:
+    """Runs ``proxies`` in front of ``agent`` and serves them as one agent.
+
+    Each component is an argv list (started with ``acp.Subprocess``; its
+    stderr is passed through), any ``acp.Transport`` to a running component,
+    or an ``acp.Builder`` (``acp.Proxy.builder()`` / ``acp.Agent.builder()``)
+    served in this process over an in-memory link, which is handy in tests::
+
+        conductor = Conductor(
+            proxies=[["acp-fast", "example-proxy"]],
+            agent=["acp-fast", "example-agent"],
+        )
+        await conductor.serve(acp.stdio())
+
+    A Conductor describes a chain; every ``serve`` starts it afresh.
+    """
+
+    def __init__(
+        self,
+        *,
+        proxies: Sequence[Component] = (),
+        agent: Component,
+        name: str = "conductor",
+        grace_period: float = 2.0,
+    ) -> None:
+        self.proxies = [_checked(component) for component in proxies]
+        self.agent = _checked(agent)
+        self.name = name
+        self.grace_period = grace_period
+
+    async def serve(self, transport: Transport) -> None:
+        """Start the components, then serve the client on ``transport``.
+
+        Returns when the client's output ends. The components are shut down
+        first (their input is closed, subprocesses are waited for), so that
+        the client's requests still pending in the chain are answered with
+        the failure before the client's connection closes.
+
+        Raises ``acp.Error`` when a component ended its connection (or
+        failed) first; the client's transport is closed then too. Raises
+        ``OSError`` when a component command cannot be started.
+        """
+        await _Chain(self).serve(transport)
+
+    def __repr__(self) -> str:
+        return f"Conductor(proxies={self.proxies!r}, agent={self.agent!r})"
+
+
+def _checked(component: Component) -> Component:
+    if isinstance(component, Builder | Transport):
+        return component
+    if isinstance(component, str):
+        raise TypeError(
+            f"a component command is an argv list, not a string: {component!r} "
+            "(split it with shlex.split)"
+        )
+    command = list(component)
+    if not command or not all(isinstance(part, str) for part in command):
+        raise TypeError(f"not a component (argv list, Transport or Builder): {component!r}")
+    return command
+
+
+class _Chain:
+    """One run of a conductor: its connections and the routing between them."""
+
+    def __init__(self, conductor: Conductor) -> None:
+        self.conductor = conductor
+        self.components: list[Component] = [*conductor.proxies, conductor.agent]
+        self.proxy_count = len(conductor.proxies)
+        # links[i]: the connection to component i (proxy i, or the agent at n).
+        self.links: list[ConnectionTo[Any] | None] = [None] * len(self.components)
+        self.client: ConnectionTo[Any] | None = None
+        # Set once every connection exists; routing waits for it before that.
+        self.ready = anyio.Event()
+        self.stopping = anyio.Event()
+        # links_closed[i]: the connection to component i was closed.
+        self.links_closed = [anyio.Event() for _ in self.components]
+        self.ended: str | None = None
+
+    def label(self, index: int) -> str:
+        return f"proxy {index}" if index < self.proxy_count else "agent"
+
+    def stop(self, reason: str | None = None) -> None:
+        """End the run; ``reason`` says why, when it ends before the client."""
+        if reason is not None and not self.stopping.is_set():
+            self.ended = reason
+        self.stopping.set()
+
+    async def serve(self, transport: Transport) -> None:
+        failure: Exception | None = None
+        async with anyio.create_task_group() as group:
+            try:
+                # The agent first, then the proxies from right to left, so
+                # that a component's successor is connected before it.
+                for index in reversed(range(len(self.components))):
+                    await group.start(self._run_link, index, self._transport_for(index, group))
+                await self._client_builder().connect_with(transport, self._serve_client)
+            except Exception as exc:
+                # Raised after the group, not wrapped in an ExceptionGroup.
+                failure = exc
+            finally:
+                self.stop()
+        if failure is not None:
+            raise failure
+        if self.ended is not None:
+            raise Error.internal_error(self.ended)
+
+    async def _serve_client(self, cx: ConnectionTo[Any]) -> None:
+        self.client = cx
+        self.ready.set()
+        await _first_of(cx.incoming_closed, self.stopping.wait)
+        # The components go first: closing a link answers the client's
+        # requests still pending there (with the failure), and those answers
+        # must go out before the client's connection closes.
+        self.stop()
+        for closed in self.links_closed:
+            await closed.wait()
+
+    def _transport_for(self, index: int, group: anyio.abc.TaskGroup) -> Transport:
+        component = self.components[index]
+        if isinstance(component, Transport):
+            return component
+        if isinstance(component, Builder):
+            ours, theirs = memory_pair()
+            group.start_soon(self._run_in_process, index, component, theirs)
+            return ours
+        return Subprocess(component, grace_period=self.conductor.grace_period)
+
+    async def _run_in_process(self, index: int, component: Builder[Any], theirs: Transport) -> None:
+        # Served until the conductor closes its link (the component reads EOF).
+        try:
+            await component.connect_to(theirs)
+        except Exception as exc:
+            self.stop(f"{self.label(index)} failed: {exc!r}")
+
+    async def _run_link(
+        self,
+        index: int,
+        transport: Transport,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        started = False
+        try:
+            async with self._link_builder(index).connect(transport) as cx:
+                self.links[index] = cx
+                task_status.started()
+                started = True
+                await _first_of(cx.incoming_closed, self.stopping.wait)
+                # A component that went away first ends the chain.
+                self.stop(f"{self.label(index)} ended its connection")
+        except Exception as exc:
+            if not started:
+                raise  # serve() reports it: the chain never started
+            self.stop(f"{self.label(index)} failed: {exc!r}")
+        finally:
+            self.links_closed[index].set()
+
+    # -- the connections' handlers ------------------------------------------
+
+    def _client_builder(self) -> Builder[Any]:
+        async def request(message: Any, responder: Responder[Any], cx: Any) -> None:
+            await self._to_component(0, RequestDispatch(message, responder))
+
+        async def notification(message: Any, cx: Any) -> None:
+            await self._to_component(0, NotificationDispatch(message))
+
+        return (
+            Agent.builder()
+            .name(self.conductor.name)
+            .on_receive_request(request)
+            .on_receive_notification(notification)
+        )
+
+    def _link_builder(self, index: int) -> Builder[Any]:
+        name = f"{self.conductor.name}→{self.label(index)}"
+
+        async def leftward_request(message: Any, responder: Responder[Any], cx: Any) -> None:
+            await self._to_predecessor_of(index, RequestDispatch(message, responder))
+
+        async def leftward_notification(message: Any, cx: Any) -> None:
+            await self._to_predecessor_of(index, NotificationDispatch(message))
+
+        if index == self.proxy_count:
+            # The agent: everything it sends goes towards the client.
+            return (
+                Client.builder()
+                .name(name)
+                .on_receive_request(leftward_request)
+                .on_receive_notification(leftward_notification)
+            )
+
+        async def rightward_request(message: Any, responder: Responder[Any], cx: Any) -> None:
+            await self._to_component(index + 1, RequestDispatch(message, responder))
+
+        async def rightward_notification(message: Any, cx: Any) -> None:
+            await self._to_component(index + 1, NotificationDispatch(message))
+
+        # A proxy: what it wraps for its agent side goes right (unwrapped by
+        # the peer=Agent handlers), what it sends plainly goes left.
+        return (
+            ConductorToProxy.builder()
+            .name(name)
+            .on_receive_request(rightward_request, peer=Agent)
+            .on_receive_notification(rightward_notification, peer=Agent)
+            .on_receive_request(leftward_request, peer=Client)
+            .on_receive_notification(leftward_notification, peer=Client)
+        )
+
+    # -- routing ----------------------------------------------------------------
+
+    async def _to_component(self, index: int, dispatch: Any) -> None:
+        """Left to right: deliver ``dispatch`` to component ``index``."""
+        if not self.ready.is_set():
+            await self.ready.wait()
+        link = self.links[index]
+        assert link is not None
+        is_proxy = index < self.proxy_count
+        if isinstance(dispatch, RequestDispatch):
+            method = dispatch.message.method
+            responder = dispatch.responder
+            if method == PROXY_INITIALIZE_METHOD:
+                responder.respond_with_error(
+                    Error.invalid_request(
+                        f"`{PROXY_INITIALIZE_METHOD}` is sent by the conductor only"
+                    )
+                )
+                return
+            if method == INITIALIZE_METHOD and is_proxy:
+                # A proxy learns it is one from `_proxy/initialize`, which
+                # carries the same params. The reference forwards the
+                # rewritten request with forward_cancellation_from plus a
+                # result callback because its request and response types
+                # change (§5.7); untyped here, forward_response_to is that
+                # same pair (one cancel with the proxy's id, the answer
+                # relayed), keeps the answer's bytes, and still answers when
+                # the chain stops with the request pending, where a callback
+                # would no longer run.
+                rewritten = decode_params(
+                    None, PROXY_INITIALIZE_METHOD, wire_params(dispatch.message)
+                )
+                await _deliver(link, Client, RequestDispatch(rewritten, responder))
+                return
+        # Into a proxy from its client side (plainly), or into the agent. A
+        # raw $/cancel_request is dropped here: the cancelled request's own
+        # forwarding already sent one with the new id.
+        await _deliver(link, Client if is_proxy else Agent, dispatch)
+
+    async def _to_predecessor_of(self, index: int, dispatch: Any) -> None:
+        """Right to left: deliver what component ``index`` sent to its predecessor."""
+        if not self.ready.is_set():
+            await self.ready.wait()
+        peer: type[Role]
+        if index == 0:
+            target, peer = self.client, Client
+        else:
+            # Into proxy index-1 from its agent side: wrapped.
+            target, peer = self.links[index - 1], Agent
+        assert target is not None
+        await _deliver(target, peer, dispatch)
+
+
+async def _deliver(target: ConnectionTo[Any], peer: type[Role], dispatch: Any) -> None:
+    """Forward ``dispatch`` one hop to ``peer`` on ``target`` (§5.3)."""
+    try:
+        target.send_proxied_message_to(peer, dispatch)
+    except Error as exc:
+        # The target's connection is no longer running (the chain is
+        # stopping): a request is answered with that, a notification dropped.
+        if isinstance(dispatch, RequestDispatch):
+            if not dispatch.responder.answered:
+                dispatch.responder.respond_with_error(exc)
+        else:
+            log.debug("dropped a notification for %r: %s", target, exc)
+        return
+    await pace(target)
+
+
+async def _first_of(*waits: Callable[[], Awaitable[object]]) -> None:
+    """Return as soon as one of ``waits()`` returns."""
+    async with anyio.create_task_group() as group:
+
+        async def run(wait: Callable[[], Awaitable[object]]) -> None:
+            await wait()
+            group.cancel_scope.cancel()
+
+        for wait in waits:
+            group.start_soon(run, wait)
+
+
+def run_conductor(
+    proxy_commands: Sequence[str], agent_command: str, *, backend: str = "asyncio"
+) -> int:
+    """``acp-fast conductor``: serve the chain on stdio; the exit status."""
+    import sys
+
+    try:
+        conductor = Conductor(
+            proxies=[shlex.split(command) for command in proxy_commands],
+            agent=shlex.split(agent_command),
+        )
+    except (TypeError, ValueError) as exc:
+        print(f"acp-fast conductor: {exc}", file=sys.stderr)
+        return 2
+    from .._transports import stdio
+
+    try:
+        anyio.run(conductor.serve, stdio(), backend=backend)
+    except OSError as exc:
+        print(f"acp-fast conductor: cannot start a component: {exc}", file=sys.stderr)
+        return 2
+    except Error as exc:
+        print(f"acp-fast conductor: {exc.data or exc.message}", file=sys.stderr)
+        return 1
+    return 0
