@@ -29,6 +29,7 @@ there was one.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 import types
@@ -123,6 +124,25 @@ def _is_abort(exc: BaseException) -> bool:
     return not isinstance(exc, Exception) and not isinstance(exc, anyio.get_cancelled_exc_class())
 
 
+def _is_spurious_cancel(exc: BaseException) -> bool:
+    """True for an asyncio CancelledError raised although the task was not
+    cancelled: a handler re-raised it from an inner task it cancelled, say.
+
+    Left alone it ended the dispatch task as if cancelled, and the connection
+    stopped reading without failing: a silent hang (issue 8). It is treated
+    as the handler's failure instead. (Python 3.11+: earlier versions cannot
+    tell it from a real cancellation.)
+    """
+    if type(exc) is not asyncio.CancelledError:
+        return False
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:
+        return False
+    cancelling = getattr(task, "cancelling", None)  # Python 3.11+
+    return cancelling is not None and cancelling() == 0
+
+
 @types.coroutine
 def _resume(
     coroutine: Coroutine[Any, Any, Any], yielded: Any
@@ -150,7 +170,7 @@ def _resume(
             except StopIteration:
                 return None
             except BaseException as raised:
-                if _is_abort(raised):
+                if _is_abort(raised) or _is_spurious_cancel(raised):
                     return raised
                 raise
         else:
@@ -159,7 +179,7 @@ def _resume(
             except StopIteration:
                 return None
             except BaseException as raised:
-                if _is_abort(raised):
+                if _is_abort(raised) or _is_spurious_cancel(raised):
                     return raised
                 raise
 
@@ -260,6 +280,7 @@ class ConnectionTo(Generic[R]):
         self._out: list[bytes] = []
         self._out_size = 0
         self._flush_scheduled = False
+        self._wrote_early = False  # see _enqueue
         self._sync = False  # the dispatch loop runs synchronously and flushes itself
         self._output_closed = False
         self._output_broken: Error | None = None  # why writing stopped
@@ -383,8 +404,12 @@ class ConnectionTo(Generic[R]):
         Returns at once unless more than about 1 MiB is held; use it to pace
         a sender against a peer that reads slowly.
         """
-        if self._out:
-            self._flush()
+        if self._out_size + self._channel.pending <= HIGH_WATER:
+            # Nothing to wait for; what is queued goes out with the iteration's
+            # one write. Flushing here wrote once per message to a sender that
+            # drains after each send (3x slower notification streams).
+            return
+        self._flush()
         if self._channel.pending > HIGH_WATER:
             try:
                 await self._channel.drain()
@@ -442,7 +467,7 @@ class ConnectionTo(Generic[R]):
             self._settle(request, SETTLED_ERROR, payload)
             return
         self._table.register(request)
-        self._enqueue(payload)
+        self._enqueue(payload, True)
         request.arm()
 
     def _send_cancel(self, request: OutgoingRequest) -> None:
@@ -467,9 +492,22 @@ class ConnectionTo(Generic[R]):
         else:
             self._backend.call_soon_threadsafe(lambda: self._send_cancel(request))
 
-    def _enqueue(self, data: bytes) -> None:
+    def _enqueue(self, data: bytes, early: bool = False) -> None:
         if self._output_closed:
             raise self._output_broken or Error.internal_error("connection is no longer running")
+        if early and not (self._out or self._sync or self._flush_scheduled or self._wrote_early):
+            # A request that is the first output since the last flush is
+            # written at once; only what follows it is coalesced into one
+            # write per loop iteration. A lone request (C=1) then costs no
+            # extra loop iteration for its flush (one in four per round trip),
+            # and with many senders it is one more write per iteration. Order
+            # holds: nothing is queued ahead of it.
+            self._wrote_early = True
+            try:
+                self._channel.write(data)
+            except ChannelError as exc:
+                self._output_failed(exc)
+            return
         self._out.append(data)
         self._out_size += len(data)
         if self._out_size >= _EAGER_FLUSH:
@@ -480,6 +518,7 @@ class ConnectionTo(Generic[R]):
 
     def _flush(self) -> None:
         self._flush_scheduled = False
+        self._wrote_early = False
         out = self._out
         if not out:
             return
@@ -496,19 +535,29 @@ class ConnectionTo(Generic[R]):
     def _send_result(self, responder: Responder[Any], value: Any) -> None:
         try:
             line = _wire.encode_result(responder.id, value)
-        except (TypeError, ValueError, msgspec.EncodeError) as exc:
+        except (TypeError, ValueError, msgspec.EncodeError, RecursionError) as exc:
+            # RecursionError: nested too deep to encode. It used to escape
+            # after the responder was marked answered: no answer at all.
             error = Error.internal_error(f"failed to encode the result of `{responder.method}`")
             self._send_answer(responder, _wire.encode_error(responder.id, error.to_dict()))
             raise TypeError(f"cannot encode the result of {responder.method!r}: {exc}") from exc
         self._send_answer(responder, line)
 
     def _send_error(self, responder: Responder[Any], error: Error) -> None:
+        if not -(2**31) <= error.code < 2**31:
+            # Peers read codes as 32-bit integers (the Rust SDK's i32): a code
+            # out of that range made the whole answer unreadable there, and
+            # the request hang (issue 8). Keep what it said in data.
+            kept: dict[str, Any] = {"code": str(error.code)}
+            if error.data is not None:
+                kept["data"] = error.data
+            error = Error(-32603, error.message, kept)
         try:
             line = _wire.encode_error(responder.id, error.to_dict())
-        except (TypeError, ValueError, msgspec.EncodeError):
-            # Unencodable data, or a message with a lone surrogate (issue 8:
-            # that one used to end the connection). ascii() never fails to
-            # encode, and a __repr__ that raises is not ours to propagate.
+        except (TypeError, ValueError, msgspec.EncodeError, RecursionError):
+            # Unencodable or too deeply nested data, or a message with a lone
+            # surrogate (issue 8: those ended the connection). ascii() never
+            # fails to encode; a __repr__ that raises is not ours to raise.
             data: Any = None
             if error.data is not None:
                 try:
@@ -627,7 +676,7 @@ class ConnectionTo(Generic[R]):
                             except StopIteration:
                                 pass
                             except BaseException as exc:
-                                if not _is_abort(exc):
+                                if not (_is_abort(exc) or _is_spurious_cancel(exc)):
                                     raise
                                 aborted = exc
                             else:
@@ -638,6 +687,10 @@ class ConnectionTo(Generic[R]):
                                 finally:
                                     self._sync = True
                             if aborted is not None:
+                                if _is_spurious_cancel(aborted):
+                                    log.error("a handler raised CancelledError", exc_info=aborted)
+                                    aborted = None
+                                    continue
                                 # A handler raised KeyboardInterrupt, SystemExit
                                 # or the like (its request was answered): stop
                                 # now, and let connect* raise it unwrapped
@@ -945,8 +998,9 @@ class ConnectionTo(Generic[R]):
     def _answer_abort(self, responder: Responder[Any], exc: BaseException) -> None:
         """A handler raised KeyboardInterrupt, SystemExit or another abort:
         answer its request (-32603) before the abort stops the connection, so
-        that the peer is not left waiting. Cancellation answers nothing here."""
-        if not _is_abort(exc) or responder._done:
+        that the peer is not left waiting. A real cancellation answers nothing
+        here; a spurious one (``_is_spurious_cancel``) is a handler failure."""
+        if not (_is_abort(exc) or _is_spurious_cancel(exc)) or responder._done:
             return
         try:
             responder.respond_with_error(Error.internal_error({"details": _describe(exc)}))
@@ -1169,6 +1223,12 @@ class ConnectionTo(Generic[R]):
             await function(*args)
         except Exception as exc:
             self._fail(exc)
+        except BaseException as exc:
+            # KeyboardInterrupt, SystemExit, ...: as from a handler, connect*
+            # raises it as it is, not inside an exception group (issue 8).
+            if not _is_abort(exc):
+                raise
+            self._fail(exc)
 
     def _fail(self, error: BaseException) -> None:
         """The connection fails with ``error`` (the first one wins)."""
@@ -1201,7 +1261,16 @@ class ConnectionTo(Generic[R]):
         table = self._table
         table.closing = True
         for request in table.fail_all():
-            self._settle(request, SETTLED_ERROR, Error.incoming_transport_closed(request.method))
+            try:
+                self._settle(
+                    request, SETTLED_ERROR, Error.incoming_transport_closed(request.method)
+                )
+            except Error as exc:
+                # A forwarded answer (forward_response_to) could not be
+                # written: the output broke before this EOF was read, so the
+                # peer is gone and nobody can be told. It used to escape here,
+                # skip on_close and fail the connection (issue 8).
+                log.debug("answer for %r after EOF not sent: %s", request.method, exc)
         self._in_close_callbacks = True
         close_error: BaseException | None = None
         try:
