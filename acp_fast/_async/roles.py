@@ -23,7 +23,6 @@ import msgspec
 
 from .._core import MISSING, NOTIFICATION, REQUEST
 from .._errors import Error
-from .connection import HIGH_WATER
 from .handlers import HandlerEntry, PeerStyle
 from .messages import (
     NOT_HANDLED,
@@ -215,12 +214,9 @@ async def pace(cx: ConnectionTo[Any]) -> None:
 
     Forwarding is a synchronous send per message; a forwarder that calls
     this after sending stops its own reading while the next hop is slow,
-    which bounds memory (DESIGN.md §5). Unlike ``cx.drain()`` it does
-    nothing, not even a write, below the mark, so writes stay batched per
-    loop turn.
+    which bounds memory (DESIGN.md §5). Below the mark it costs nothing.
     """
-    if cx._channel.pending > HIGH_WATER:
-        await cx.drain()
+    await cx.drain()
 
 
 class _SessionIdOnly(msgspec.Struct):
