@@ -263,6 +263,7 @@ class FdChannel(Channel):
         # A pty master reads EIO once the other side is gone: that is its EOF.
         self._read_eio_is_eof = read_fd is not None and os.isatty(read_fd)
         self._large_buffer: bytearray | None = None
+        self._drained = False  # the last read was short (see receive)
 
     # -- reading ------------------------------------------------------------
 
@@ -274,14 +275,23 @@ class FdChannel(Channel):
         if mode == _DIRECT:
             await anyio.lowlevel.checkpoint()
         while True:
+            if self._drained:
+                # The last read emptied the descriptor: wait before reading
+                # again rather than make a read that fails with EAGAIN (one
+                # wasted system call per wake-up; two per round trip at C=1).
+                self._drained = False
+                await self.backend.wait_readable(fd)
             try:
                 if self.read_hint > READ_SIZE:
                     return self._read_large(fd)
                 self._large_buffer = None  # the large line is done: free its buffer
                 if mode == _SOCKET:
                     assert self._read_sock is not None
-                    return self._read_sock.recv(READ_SIZE, socket.MSG_DONTWAIT)
-                return os.read(fd, READ_SIZE)
+                    data = self._read_sock.recv(READ_SIZE, socket.MSG_DONTWAIT)
+                else:
+                    data = os.read(fd, READ_SIZE)
+                self._drained = len(data) < READ_SIZE and mode != _DIRECT
+                return data
             except BlockingIOError:
                 pass
             except OSError as exc:

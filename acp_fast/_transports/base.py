@@ -21,6 +21,10 @@ class Transport:
 
     Subclasses implement ``_open(backend)``: an async context manager that
     yields a Channel while the connection runs and releases it afterwards.
+    The connection leaves that context inside a shielded cancel scope of its
+    own, so ``_open`` must not hold a task group or cancel scope open across
+    its ``yield`` (scopes must close in the reverse order of opening); a
+    background task it needs runs free-standing (see ``Subprocess``).
     """
 
     def _open(self, backend: Backend) -> AbstractAsyncContextManager[Channel]:

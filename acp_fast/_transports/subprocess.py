@@ -96,20 +96,13 @@ class Subprocess(Transport):
         )
         self.process = process
         self.returncode = None
-        assert process.stdin is not None and process.stdout is not None
-        # The channel owns the pipe descriptors from here on (ours alone: the
-        # child has its own ends, so making them non-blocking affects no one).
-        write_fd = os.dup(process.stdin.fileno())
-        read_fd = os.dup(process.stdout.fileno())
-        process.stdin.close()
-        process.stdout.close()
-        pump: _StderrPump | None = None
-        if process.stderr is not None:
-            assert sink is not None
-            stderr_fd = os.dup(process.stderr.fileno())
-            process.stderr.close()
-            pump = _StderrPump(backend, stderr_fd, sink, lines=self.stderr is not None)
-        channel = FdChannel(backend, read_fd, write_fd, close_fds=True)
+        try:
+            channel, pump = self._take_pipes(backend, process, sink)
+        except BaseException:
+            # Out of descriptors, say: the child must not outlive the error.
+            process.kill()
+            process.wait()
+            raise
         if pump is not None:
             pump.start()
         try:
@@ -124,6 +117,27 @@ class Subprocess(Transport):
                         # Whatever it wrote last, until its stderr ends (a
                         # grandchild may hold it open: bounded).
                         await pump.stop(self.grace_period)
+
+    def _take_pipes(
+        self,
+        backend: Backend,
+        process: subprocess.Popen[bytes],
+        sink: Callable[[str], object] | None,
+    ) -> tuple[FdChannel, _StderrPump | None]:
+        assert process.stdin is not None and process.stdout is not None
+        # The channel owns the pipe descriptors from here on (ours alone: the
+        # child has its own ends, so making them non-blocking affects no one).
+        write_fd = os.dup(process.stdin.fileno())
+        process.stdin.close()
+        read_fd = os.dup(process.stdout.fileno())
+        process.stdout.close()
+        pump: _StderrPump | None = None
+        if process.stderr is not None:
+            assert sink is not None
+            stderr_fd = os.dup(process.stderr.fileno())
+            process.stderr.close()
+            pump = _StderrPump(backend, stderr_fd, sink, lines=self.stderr is not None)
+        return FdChannel(backend, read_fd, write_fd, close_fds=True), pump
 
     def __repr__(self) -> str:
         return f"Subprocess({self.command!r})"
