@@ -59,6 +59,7 @@ loads: Final = _any_decoder.decode
 """Decode JSON text (bytes, or a Raw) into plain Python values."""
 
 encode_payload: Final = _encoder.encode
+_encode: Final = _encoder.encode
 """Encode any payload (dict, list, msgspec.Struct, Raw, ...) to JSON bytes."""
 
 
@@ -85,32 +86,33 @@ def _method_json(method: str) -> bytes:
 
 def encode_request(request_id: int, method: str, params: object) -> bytes:
     """One request line (with its newline). ``params`` None omits the key."""
+    # The cache lookup is inlined: this runs per request.
+    encoded = _method_cache.get(method) or _method_json(method)
     if params is None:
-        return b'%s%d,"method":%s}\n' % (_REQUEST_HEAD, request_id, _method_json(method))
+        return b'%s%d,"method":%s}\n' % (_REQUEST_HEAD, request_id, encoded)
     return b'%s%d,"method":%s,"params":%s}\n' % (
         _REQUEST_HEAD,
         request_id,
-        _method_json(method),
-        _encoder.encode(params),
+        encoded,
+        _encode(params),
     )
 
 
 def encode_notification(method: str, params: object) -> bytes:
     """One notification line (with its newline). ``params`` None omits the key."""
+    encoded = _method_cache.get(method) or _method_json(method)
     if params is None:
-        return b"%s%s}\n" % (_NOTIFICATION_HEAD, _method_json(method))
-    return b'%s%s,"params":%s}\n' % (
-        _NOTIFICATION_HEAD,
-        _method_json(method),
-        _encoder.encode(params),
-    )
+        return b"%s%s}\n" % (_NOTIFICATION_HEAD, encoded)
+    return b'%s%s,"params":%s}\n' % (_NOTIFICATION_HEAD, encoded, _encode(params))
 
 
 def encode_result(request_id: object, result: object) -> bytes:
     """One success response line; a None result is written as ``null``."""
+    if type(request_id) is int:  # our peers' usual ids: %d saves an encoder call
+        return b'{"jsonrpc":"2.0","id":%d,"result":%s}\n' % (request_id, _encode(result))
     return b'{"jsonrpc":"2.0","id":%s,"result":%s}\n' % (
-        _encoder.encode(request_id),
-        _encoder.encode(result),
+        _encode(request_id),
+        _encode(result),
     )
 
 

@@ -36,6 +36,12 @@ class PeerStyle(enum.Enum):
     SUCCESSOR = "successor"
 
 
+# Module-level aliases for the per-message paths: on Python 3.11 reading an
+# enum member off its class costs ~170 ns, a module global ~45 ns.
+_SUCCESSOR: Final = PeerStyle.SUCCESSOR
+_PREDECESSOR: Final = PeerStyle.PREDECESSOR
+
+
 def peer_style_for(role: Role, peer: Any) -> PeerStyle:
     """How ``role`` talks to ``peer`` (a role class such as ``acp.Agent``)."""
     style = role.peers.get(peer)
@@ -112,23 +118,23 @@ class HandlerEntry:
 
     @property
     def unwraps(self) -> bool:
-        return self.peer_style is PeerStyle.SUCCESSOR
+        return self.peer_style is _SUCCESSOR
 
     def matches(self, kind: int, method: str, inner_method: str | None) -> bool:
         if self.kind != DISPATCH and self.kind != kind:
             return False
         style = self.peer_style
-        if style is PeerStyle.SUCCESSOR:
+        if style is _SUCCESSOR:
             if inner_method is None:
                 return False
             method = inner_method
-        elif style is PeerStyle.PREDECESSOR and method == SUCCESSOR_METHOD:
+        elif style is _PREDECESSOR and method == SUCCESSOR_METHOD:
             return False
         return self.method is None or self.method == method
 
     def message(self, method: str, params: Any, inner: tuple[str, Any] | None) -> Any:
         """The message object this handler's callback receives."""
-        if self.peer_style is PeerStyle.SUCCESSOR and inner is not None:
+        if inner is not None and self.peer_style is _SUCCESSOR:
             method, params = inner
         return decode_params(self.message_type, method, params)
 

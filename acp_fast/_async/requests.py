@@ -270,7 +270,12 @@ class SentRequest(_Handle[T]):
         maps: tuple[Callable[[Any], Any], ...] = (),
         sources: tuple[RequestCancellation, ...] = (),
     ) -> None:
-        super().__init__(conn, request, response_type, maps, sources)
+        # _Handle.__init__ inlined: one of these is made per request.
+        self._conn = conn
+        self._request = request
+        self._response_type = response_type
+        self._maps = maps
+        self._sources = sources
         self._consumed = False
         self._detached = False
 
@@ -341,7 +346,8 @@ class SentRequest(_Handle[T]):
     async def _wait(self) -> T:
         conn = self._conn
         request = self._request
-        self._check_unconsumed()
+        if self._consumed:
+            self._check_unconsumed()
         if conn._backend.current_task() is conn._dispatch_task:
             raise RuntimeError(
                 f"awaiting the response to {request.method!r} inside the dispatch loop "
@@ -352,7 +358,8 @@ class SentRequest(_Handle[T]):
         if request.settlement == UNSETTLED:
             waiter = conn._backend.new_waiter()
             request.consumer = waiter
-            self._watch_sources()
+            if self._sources:
+                self._watch_sources()
             try:
                 await waiter.wait()
             except BaseException:
@@ -364,8 +371,10 @@ class SentRequest(_Handle[T]):
                     conn._send_cancel(request)
                 raise
             finally:
-                _unwatch(request)
-        return cast(T, self._result())
+                if request.data is not None:  # a call saved per request (hot path)
+                    _unwatch(request)
+        result: T = self._result()
+        return result
 
     def on_receiving_result(self, callback: Callable[[Any], Any]) -> None:
         """Call ``callback(result)`` with the value or the ``acp.Error``.

@@ -80,8 +80,13 @@ class Responder(Generic[T]):
 
     def respond(self, value: T | Any = None) -> None:
         """Answer with a result (a schema object, plain JSON values, or None)."""
-        self._finish()
-        self._conn._send_result(self, value)
+        if self._done:
+            self._finish()  # raises
+        # _finish, inlined: this runs per request.
+        self._done = True
+        conn = self._conn
+        conn._table.remove_incoming(self._incoming)
+        conn._send_result(self, value)
 
     def respond_with_error(self, error: Error) -> None:
         """Answer with an error object."""

@@ -11,7 +11,10 @@ cdef class LineBuffer:
     cdef Py_ssize_t _discarded
     cdef bytes _head
 
-    @cython.locals(start=Py_ssize_t, end=Py_ssize_t, nl=Py_ssize_t, max_line=Py_ssize_t)
+    @cython.locals(
+        start=Py_ssize_t, end=Py_ssize_t, nl=Py_ssize_t, last=Py_ssize_t, max_line=Py_ssize_t,
+        lines=list, rest=bytes,
+    )
     cpdef list feed(self, bytes data)
     cpdef object close(self)
     cdef void _reset(self)

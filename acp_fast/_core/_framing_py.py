@@ -6,9 +6,13 @@
 #
 # Invariants
 # ----------
-# * Every input byte is scanned once. Scanning resumes after the last newline
-#   found, and bytes.find() on a single byte is a memchr, so the cost is linear
-#   in the input whatever the chunking.
+# * The cost is linear in the input whatever the chunking: consumed bytes are
+#   never scanned again, and each byte is scanned a bounded number of times.
+#   A read's complete lines are cut with one bytes.split when the region is
+#   small and plain (no "\r" and nothing over the cap, checked with a memchr
+#   and a length); otherwise, and for large regions (where split's
+#   byte-at-a-time scan loses to memchr), line by line with bytes.find, which
+#   on a single byte is a memchr.
 # * A line split across reads is kept as a list of fragments and joined once,
 #   when its newline arrives. Re-concatenating "rest + chunk" on every read is
 #   quadratic for large messages (4 ms per 1 MB line in the measurements behind
@@ -33,7 +37,11 @@ from __future__ import annotations
 # (rather than as data.find) takes the vectorcall path in both builds, which
 # halves the per-line call overhead.
 _find = bytes.find
+_rfind = bytes.rfind
 _NEWLINE = b"\n"
+_CR = b"\r"
+# Regions up to this size are split with bytes.split (see LineBuffer.feed).
+_SPLIT_MAX = 256 * 1024
 
 DEFAULT_MAX_LINE = 64 * 1024 * 1024
 DEFAULT_HEAD_SIZE = 64 * 1024
@@ -109,6 +117,37 @@ class LineBuffer:
                 return out
             self._finish_carried(data, nl, out)
             start = nl + 1
+            if start == end:
+                return out
+        last = _rfind(data, _NEWLINE, start)  # memrchr
+        if last < 0:
+            self._carry(data, start, end)
+            return out
+        if (
+            end - start <= _SPLIT_MAX
+            and last - start <= self.max_line
+            and _find(data, _CR, start, last) < 0
+        ):
+            # Fast path: no "\r" and no line over the cap. One bytes.split
+            # makes every line in C: ~70 ns per line, against 190 (compiled)
+            # or 390 (pure) for a find-and-slice loop. Only small regions take
+            # it: split scans a byte at a time where find is a memchr, which
+            # matters for megabyte lines.
+            if start == 0:
+                lines = data.split(_NEWLINE)
+                rest = lines.pop()  # after the last newline: b"" or a line start
+            else:
+                lines = data[start:last].split(_NEWLINE)
+                rest = data[last + 1 :]
+            if not all(lines):  # 7 ns per line; a find of "\n\n" costs 65
+                lines = [line for line in lines if line]
+            if out:
+                out.extend(lines)
+            else:
+                out = lines  # type: ignore[assignment]
+            if rest:
+                self._carry(rest, 0, len(rest))
+            return out
         max_line = self.max_line
         while start < end:
             nl = _find(data, _NEWLINE, start)

@@ -119,6 +119,7 @@ def params_head_of(params: object) -> int:
 
 _NUMBER = re.compile(rb"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 _WHITESPACE = b" \t\r\n"
+_NUMBER_TAIL = b".eE+-0123456789"
 
 
 def scan_head(head: bytes) -> tuple[object, int]:
@@ -163,11 +164,17 @@ def scan_head(head: bytes) -> tuple[object, int]:
         elif (key == "result" or key == "error") and shape == SHAPE_UNKNOWN:
             shape = SHAPE_RESPONSE
         if key == "id":
-            value, i = _scalar(head, i)
-            if i < 0:
-                break
+            value, j = _scalar(head, i)
+            if j < 0:
+                # An object or array (never an id), or cut short: skip it, so
+                # that a "method", "result" or "error" after it still counts.
+                i = _skip_value(head, i)
+                if i < 0:
+                    break
+                continue
             if is_valid_id(value) and _encodable(value):
                 request_id = value
+            i = j
             continue
         i = _skip_value(head, i)
         if i < 0:
@@ -214,8 +221,10 @@ def _scalar(data: bytes, i: int) -> tuple[object, int]:
         if data.startswith(word, i):
             return value, i + len(word)
     match = _NUMBER.match(data, i)
-    if match is None or match.end() >= len(data):
-        # Not a number, or it may continue past the head.
+    if match is None or match.end() >= len(data) or data[match.end()] in _NUMBER_TAIL:
+        # Not a number, or it may continue past the head, or it goes on in a
+        # way the pattern did not take ("0." cut before its digits read as
+        # the integer 0, making up an id).
         return MISSING, -1
     text = match.group()
     if match.group(1) is not None or match.group(2) is not None:

@@ -1,0 +1,1 @@
+"""Fuzzing harnesses for acp_fast (see fuzz/README.md)."""
