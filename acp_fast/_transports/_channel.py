@@ -156,13 +156,17 @@ class Channel:
 
     async def drain(self) -> None:
         """Wait until everything written so far was handed to the OS."""
-        while self._held and self._failure is None:
+        while self._writing() and self._failure is None:
             waiter = self.backend.new_waiter()
             self._drainers.append(waiter)
             self._wake_writer()
             await waiter.wait()
         if self._failure is not None:
             raise ChannelError(f"write failed: {self._failure}") from self._failure
+
+    def _writing(self) -> bool:
+        """Whether written data is still on its way to the OS."""
+        return bool(self._held)
 
     async def close_write(self) -> None:
         """Drain, then end the output: the peer reads EOF; reading goes on."""
@@ -512,15 +516,9 @@ class StreamChannel(Channel):
             if not self._held:
                 self._release_drainers()
 
-    async def drain(self) -> None:
+    def _writing(self) -> bool:
         # Held data is in flight until run() finished sending it.
-        while (self._held or self._held_size) and self._failure is None:
-            waiter = self.backend.new_waiter()
-            self._drainers.append(waiter)
-            self._wake_writer()
-            await waiter.wait()
-        if self._failure is not None:
-            raise ChannelError(f"write failed: {self._failure}") from self._failure
+        return bool(self._held or self._held_size)
 
     async def close_write(self) -> None:
         if self._write_closed or self._eof_requested:
