@@ -51,6 +51,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     conductor.add_argument("--agent", required=True, metavar="CMD", help="the agent command")
     conductor.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
 
+    from ._bench._runner import DESCRIPTION, add_arguments
+
+    bench = commands.add_parser(
+        "bench", help="throughput table: acp_fast beside the official SDK", description=DESCRIPTION
+    )
+    add_arguments(bench)
+
     codegen = commands.add_parser("codegen", help="regenerate acp_fast/schema from schema/")
     codegen.add_argument("args", nargs=argparse.REMAINDER)
 
@@ -75,6 +82,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .conductor import run_conductor
 
         return run_conductor(args.proxy, args.agent, backend=args.backend)
+    if args.command == "bench":
+        from ._bench._runner import run as run_bench
+
+        return run_bench(args)
     if args.command == "codegen":
         try:
             from codegen.__main__ import main as codegen_main

@@ -64,7 +64,10 @@ class UntypedMessage:
 
     @classmethod
     def _from_raw(cls, method: str, raw: Any) -> UntypedMessage:
-        message = cls(method)
+        # __new__ and the slots, not cls(method): no __init__ frame (per message)
+        message = cls.__new__(cls)
+        message.method = method
+        message._params = None
         message._raw = raw
         return message
 

@@ -47,6 +47,7 @@ from .._core import (
     OutgoingRequest,
 )
 from .._errors import Error
+from ._wire import loads as _loads
 from .cancellation import RequestCancellation
 from .messages import decode_plain, decode_value
 
@@ -219,7 +220,8 @@ class _Handle(Generic[T]):
             response_type = self._response_type
             try:
                 if response_type is None:
-                    value = decode_plain(value)
+                    # decode_plain, its common case inlined (per request)
+                    value = _loads(value) if type(value) is msgspec.Raw else decode_plain(value)
                 else:
                     value = decode_value(response_type, value)
             except (msgspec.ValidationError, msgspec.DecodeError) as exc:
@@ -361,7 +363,7 @@ class SentRequest(_Handle[T]):
             if self._sources:
                 self._watch_sources()
             try:
-                await waiter.wait()
+                await waiter
             except BaseException:
                 # The awaiting task was cancelled (cancel scope, timeout):
                 # abandoning the answer cancels the request, once (§7.5).

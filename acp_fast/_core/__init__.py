@@ -73,6 +73,7 @@ __all__ = (
     "OversizedLine",
     "RequestTable",
     "classify",
+    "classify_envelope",
     "is_valid_id",
     "params_head_of",
     "scan_head",
@@ -85,20 +86,38 @@ NO_EXTENSIONS: bool = (
 
 if TYPE_CHECKING or NO_EXTENSIONS:
     from ._framing_py import LineBuffer, OversizedLine
-    from ._messages_py import classify, is_valid_id, params_head_of, scan_head
+    from ._messages_py import (
+        classify,
+        classify_envelope,
+        is_valid_id,
+        params_head_of,
+        scan_head,
+    )
     from ._requests_py import IncomingRequest, OutgoingRequest, RequestTable
 
     IMPLEMENTATION = "py"
 else:
     try:
         from ._framing_c import LineBuffer, OversizedLine
-        from ._messages_c import classify, is_valid_id, params_head_of, scan_head
+        from ._messages_c import (
+            classify,
+            classify_envelope,
+            is_valid_id,
+            params_head_of,
+            scan_head,
+        )
         from ._requests_c import IncomingRequest, OutgoingRequest, RequestTable
 
         IMPLEMENTATION = "c"
     except ImportError:  # pragma: no cover - a pure install
         from ._framing_py import LineBuffer, OversizedLine
-        from ._messages_py import classify, is_valid_id, params_head_of, scan_head
+        from ._messages_py import (
+            classify,
+            classify_envelope,
+            is_valid_id,
+            params_head_of,
+            scan_head,
+        )
         from ._requests_py import IncomingRequest, OutgoingRequest, RequestTable
 
         IMPLEMENTATION = "py"

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from ._constants import (
     ERROR_RESPONSE,
@@ -38,6 +39,7 @@ from ._constants import (
     INVALID_RESPONSE,
     MISSING,
     NOTIFICATION,
+    PARAMS_ABSENT,
     REQUEST,
     RESULT_RESPONSE,
     SHAPE_CALL,
@@ -101,6 +103,25 @@ def classify(
             return INVALID_RESPONSE
         return ERROR_RESPONSE
     return INVALID_CALL
+
+
+def classify_envelope(envelope: Any) -> int:
+    """``classify`` of a decoded envelope, in one call.
+
+    ``envelope`` has the attributes jsonrpc, id, method, params, result and
+    error, absent ones MISSING, and params as raw JSON text (any buffer).
+    Compiled, this saves the caller the attribute reads and a six-argument
+    call per message.
+    """
+    params = envelope.params
+    return classify(
+        envelope.jsonrpc,
+        envelope.id,
+        envelope.method,
+        PARAMS_ABSENT if params is MISSING else memoryview(params)[0],
+        envelope.result is not MISSING,
+        envelope.error is not MISSING,
+    )
 
 
 def params_head_of(params: object) -> int:

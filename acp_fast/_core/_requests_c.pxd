@@ -1,6 +1,8 @@
 # Cython declarations that compile _requests_py.py as acp_fast._core._requests_c.
 # Kept in step with the .py by hand: every cdef attribute here is a slot there.
 
+cimport cython
+
 cdef class OutgoingRequest:
     cdef public object id
     cdef public str method
@@ -28,12 +30,14 @@ cdef class RequestTable:
     cdef object _next_id
     cdef public bint closing
 
+    @cython.locals(request=OutgoingRequest)
     cpdef OutgoingRequest new_request(self, str method)
     cpdef void register(self, OutgoingRequest request)
     cpdef OutgoingRequest take_response(self, object request_id)
     cpdef OutgoingRequest pending(self, object request_id)
     cpdef void forget(self, OutgoingRequest request)
     cpdef list fail_all(self)
+    @cython.locals(incoming=IncomingRequest)
     cpdef IncomingRequest register_incoming(self, object request_id)
     cpdef IncomingRequest cancel_incoming(self, object request_id)
     cpdef bint is_current(self, IncomingRequest incoming)

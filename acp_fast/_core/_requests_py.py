@@ -150,7 +150,19 @@ class RequestTable:
         """Reserve an id for a request; nothing is registered yet."""
         request_id = self._next_id
         self._next_id = request_id + 1
-        return OutgoingRequest(request_id, method)
+        # __new__ and the slots set here, not OutgoingRequest(...): compiled,
+        # that skips the argument parsing of __init__ (a third of the cost).
+        request = OutgoingRequest.__new__(OutgoingRequest)
+        request.id = request_id
+        request.method = method
+        request.flag = UNPUBLISHED
+        request.settlement = UNSETTLED
+        request.value = None
+        request.ordered = False
+        request.consumer = None
+        request.route = None
+        request.data = None
+        return request
 
     def register(self, request: OutgoingRequest) -> None:
         """Make ``request`` pending, so that its response can be routed."""
@@ -189,7 +201,10 @@ class RequestTable:
 
     def register_incoming(self, request_id: object) -> IncomingRequest:
         """Track a request from the peer; a reused id replaces the older one."""
-        incoming = IncomingRequest(request_id)
+        incoming = IncomingRequest.__new__(IncomingRequest)  # as in new_request
+        incoming.id = request_id
+        incoming.cancelled = False
+        incoming.marker = None
         self._incoming[request_id] = incoming
         return incoming
 

@@ -11,7 +11,6 @@ dropped (so it never blocks on a full pipe or dies of SIGPIPE); after
 
 from __future__ import annotations
 
-import asyncio
 import codecs
 import logging
 import os
@@ -182,7 +181,7 @@ class _StderrPump:
         self._partial = ""
         self.done = anyio.Event()
         self._scope = anyio.CancelScope()
-        self._task: asyncio.Task[None] | None = None  # keeps the asyncio task alive
+        self._task: Any = None  # keeps the asyncio task (an asyncio.Task) alive
         os.set_blocking(fd, False)
 
     def start(self) -> None:
@@ -198,6 +197,8 @@ class _StderrPump:
 
             trio.lowlevel.spawn_system_task(self._run_in_scope, name="acp_fast stderr pump")
         else:
+            import asyncio  # here, not at the top: import acp_fast stays asyncio-free
+
             self._task = asyncio.get_running_loop().create_task(self._run_in_scope())
 
     async def stop(self, grace_period: float) -> None:
