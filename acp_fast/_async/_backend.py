@@ -106,7 +106,6 @@ class TrioBackend:
     def __init__(self) -> None:
         import trio
 
-        self._trio = trio
         self._lowlevel = trio.lowlevel
         self._token = trio.lowlevel.current_trio_token()
         self._thread = threading.get_ident()

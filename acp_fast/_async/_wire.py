@@ -18,7 +18,7 @@ from typing import Any, Final
 
 import msgspec
 
-from .._core import MISSING, PARAMS_ABSENT
+from .._core import MISSING
 
 __all__ = (
     "Envelope",
@@ -29,7 +29,6 @@ __all__ = (
     "encode_request",
     "encode_result",
     "loads",
-    "params_head",
 )
 
 
@@ -61,13 +60,6 @@ loads: Final = _any_decoder.decode
 encode_payload: Final = _encoder.encode
 _encode: Final = _encoder.encode
 """Encode any payload (dict, list, msgspec.Struct, Raw, ...) to JSON bytes."""
-
-
-def params_head(raw: Any) -> int:
-    """The first byte of a raw params value, or PARAMS_ABSENT."""
-    if raw is MISSING:
-        return PARAMS_ABSENT
-    return memoryview(raw)[0]
 
 
 _REQUEST_HEAD: Final = b'{"jsonrpc":"2.0","id":'

@@ -468,7 +468,6 @@ class StreamChannel(Channel):
         super().__init__(backend)
         self._receive_stream = receive_stream
         self._send_stream = send_stream
-        self._sending = False
 
     async def receive(self) -> bytes:
         try:
