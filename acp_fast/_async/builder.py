@@ -29,7 +29,7 @@ import anyio
 
 from .._core._framing_py import DEFAULT_MAX_LINE
 from .._errors import Error
-from ._backend import current_backend
+from .._io.backend import current_backend
 from .connection import ConnectionTo
 from .handlers import (
     DISPATCH,

@@ -335,3 +335,10 @@ def peel_envelope(params: Any) -> tuple[str, Any] | None:
     if isinstance(params, dict) and type(params.get("method")) is str:
         return params["method"], params.get("params", MISSING)
     return None
+
+
+def wrap_envelope(method: str, params: Any) -> dict[str, Any]:
+    """A ``_proxy/successor`` envelope's params around (method, params)."""
+    if params is None:
+        return {"method": method}
+    return {"method": method, "params": params}

@@ -3,7 +3,7 @@
 The state behind every handle is one core ``OutgoingRequest`` (see
 acp_fast/_core/_requests_py.py): the once-only cancellation flag and the
 response slot. The handles here are views on it that enforce the ownership
-rules of rust-sdk-semantics §3.2 and §3.7 in Python form:
+rules of docs/semantics.md §3.2 and §3.7 in Python form:
 
 * A ``SentRequest`` is consumed at most once: by awaiting it, by a result
   callback (``on_receiving_result``, ``on_receiving_ok_result``,
@@ -50,9 +50,9 @@ from .._errors import Error
 from ._wire import loads as _loads
 from .cancellation import RequestCancellation
 from .messages import decode_plain, decode_value
+from .port import ConnectionPort
 
 if TYPE_CHECKING:
-    from .connection import ConnectionTo
     from .responder import Responder
 
 __all__ = (
@@ -182,7 +182,7 @@ class _Handle(Generic[T]):
 
     def __init__(
         self,
-        conn: ConnectionTo[Any],
+        conn: ConnectionPort,
         request: OutgoingRequest,
         response_type: type | None,
         maps: tuple[Callable[[Any], Any], ...] = (),
@@ -266,7 +266,7 @@ class SentRequest(_Handle[T]):
 
     def __init__(
         self,
-        conn: ConnectionTo[Any],
+        conn: ConnectionPort,
         request: OutgoingRequest,
         response_type: type | None,
         maps: tuple[Callable[[Any], Any], ...] = (),
@@ -460,7 +460,7 @@ class PreparedRequest(_Handle[T]):
 
     def __init__(
         self,
-        conn: ConnectionTo[Any],
+        conn: ConnectionPort,
         request: OutgoingRequest,
         response_type: type | None,
         payload: bytes | Error,
@@ -572,7 +572,7 @@ class RequestCancellationHandle:
 
     __slots__ = ("_conn", "_request")
 
-    def __init__(self, conn: ConnectionTo[Any], request: OutgoingRequest) -> None:
+    def __init__(self, conn: ConnectionPort, request: OutgoingRequest) -> None:
         self._conn = conn
         self._request = request
 
@@ -612,7 +612,7 @@ class ResponseRouter:
 
     __slots__ = ("_conn", "_done", "_request")
 
-    def __init__(self, conn: ConnectionTo[Any], request: OutgoingRequest) -> None:
+    def __init__(self, conn: ConnectionPort, request: OutgoingRequest) -> None:
         self._conn = conn
         self._request = request
         self._done = False

@@ -10,8 +10,10 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from anyio.abc import ByteReceiveStream, ByteSendStream
 
-from .._async._backend import Backend
-from ._channel import Channel, FdChannel, StreamChannel, _pollable
+from .._io.backend import Backend
+from .._io.channel import Channel
+from .._io.fd import FdChannel, pollable
+from .._io.stream import StreamChannel
 
 __all__ = ("ByteStreams", "FdTransport", "Transport", "stdio")
 
@@ -135,7 +137,7 @@ class FdTransport(Transport):
 def _needs_nonblocking(fd: int) -> bool:
     """A blocking descriptor the channel would switch to non-blocking mode."""
     mode = os.fstat(fd).st_mode
-    if stat.S_ISSOCK(mode) or not _pollable(fd, mode):
+    if stat.S_ISSOCK(mode) or not pollable(fd, mode):
         return False  # MSG_DONTWAIT, or used as it is
     return os.get_blocking(fd)
 
