@@ -30,6 +30,7 @@ import anyio
 from .._core._framing_py import DEFAULT_MAX_LINE
 from .._errors import Error
 from .._io.backend import current_backend
+from .._io.transport import Transport
 from .connection import ConnectionTo
 from .handlers import (
     DISPATCH,
@@ -42,7 +43,6 @@ from .handlers import (
 )
 
 if TYPE_CHECKING:
-    from .._transports import Transport
     from .roles import Role
 
 __all__ = ("Builder",)
