@@ -277,9 +277,18 @@ class ConnectionTo(Inbound, Generic[R]):
 
     # == lifecycle ==========================================================
 
+    # The builder's terminals (builder.py) run a connection through these:
+    # _start, _until_finished (connect_to), _leave_block, _shutdown, _take_error.
+
     def _start(
-        self, group: anyio.abc.TaskGroup, runners: list[Callable[..., Awaitable[object]]]
+        self,
+        group: anyio.abc.TaskGroup,
+        runners: list[Callable[..., Awaitable[object]]],
+        body_scope: anyio.CancelScope,
     ) -> None:
+        """Start the background tasks in ``group``; ``body_scope`` is the
+        user's block, cancelled alone when the connection fails."""
+        self._body_scope = body_scope
         self._task_group = group
         self._running = True
         group.start_soon(self._backend.run)
@@ -390,6 +399,31 @@ class ConnectionTo(Inbound, Generic[R]):
                 await self._drain()
             finally:
                 self._drain_scope = None
+
+    async def _until_finished(self) -> None:
+        """Return once a reactive connection served its peer to the end."""
+        await self._finished.wait()
+
+    async def _leave_block(self, clean: bool, drain_limit: float) -> None:
+        """The user's block ended (``clean``: without an exception): flush
+        what it queued last, then stop the background tasks."""
+        self._body_scope = None
+        if clean and self._error is None:
+            # What the block queued last (a final notification, say) should
+            # still go out: give the transport a moment to take it. A
+            # connection failure meanwhile ends the drain (docs/semantics.md §6.D #43).
+            await self._final_drain(drain_limit)
+        self._stop()
+
+    def _take_error(self) -> BaseException | None:
+        """Why the connection failed, if it did (asked once, at the end)."""
+        error, self._error = self._error, None
+        if error is None and self._output_broken is not None and not self._closed.is_set():
+            # Writing failed and the peer's output never ended: not a peer that
+            # went away (that would have brought EOF), so the write error is
+            # the connection's failure (docs/semantics.md §2.7).
+            error = self._output_broken
+        return error
 
     def _shutdown(self) -> None:
         """After the task group ended: settle what is left, refuse new sends."""

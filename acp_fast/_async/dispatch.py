@@ -6,7 +6,7 @@ registration order, then to the dynamic handlers, then to the role's default
 waits until the handler returns (use ``cx.spawn`` for concurrent work). A
 handler that declines with ``NotHandled(retry=True)`` parks the entry, and a
 dynamic handler added later is offered it first (§2.5). Every handler call
-goes through ``_call_handler``.
+goes through ``_run_chain``.
 
 A response is routed inline: the pending request is settled and its waiter
 woken, with no task per response. A result callback registered before the
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -48,7 +48,6 @@ from .messages import (
     NotificationDispatch,
     RequestDispatch,
     ResponseDispatch,
-    UntypedMessage,
     decode_plain,
     invalid_params_error,
     method_of,
@@ -158,6 +157,8 @@ class Dispatcher(Outbox):
         self._peels = role.has_successor or any(
             h.peer_style == PeerStyle.SUCCESSOR for h in handlers
         )
+        # What no handler takes goes to the role (a proxy forwards it).
+        self._default = HandlerEntry(DISPATCH, role.default_dispatch) if role.has_default else None
         self._dynamic: list[HandlerEntry] = []
         self._new_dynamic: list[HandlerEntry] = []
         self._parked: list[Parked] = []
@@ -197,7 +198,7 @@ class Dispatcher(Outbox):
 
     def _receive_request(
         self, request_id: Any, method: str, params: Any, batch: Batch | None
-    ) -> Coroutine[Any, Any, None] | None:
+    ) -> Coroutine[Any, Any, object] | None:
         """Offer a request to its handlers; returns a coroutine when one must run."""
         incoming = self._table.register_incoming(request_id)
         responder: Responder[Any] = Responder(
@@ -212,14 +213,14 @@ class Dispatcher(Outbox):
             chain = self._chains.get((REQUEST, method, None))
             if chain is None:
                 chain = self._chain(REQUEST, method, None)
-        if not chain and not self._dynamic and not self.role.has_default:
+        if not chain and not self._dynamic:
             responder.respond_with_error(Error.method_not_found(method))
             return None
         return self._run_chain(REQUEST, chain, method, params, inner, responder)
 
     # -- notifications ------------------------------------------------------------
 
-    def _receive_notification(self, method: str, params: Any) -> Coroutine[Any, Any, None] | None:
+    def _receive_notification(self, method: str, params: Any) -> Coroutine[Any, Any, object] | None:
         """Offer a notification to its handlers; returns a coroutine when one must run."""
         inner = None
         if method == SUCCESSOR_METHOD or method == CANCEL_REQUEST_METHOD:
@@ -231,7 +232,7 @@ class Dispatcher(Outbox):
         chain = self._chains.get((NOTIFICATION, method, None if inner is None else inner[0]))
         if chain is None:
             chain = self._chain(NOTIFICATION, method, inner)
-        if not chain and not self._dynamic and not self.role.has_default:
+        if not chain and not self._dynamic:
             return None
         return self._run_chain(NOTIFICATION, chain, method, params, inner, None)
 
@@ -272,44 +273,24 @@ class Dispatcher(Outbox):
         params: Any,
         inner: tuple[str, Any] | None,
         responder: Responder[Any] | None,
-    ) -> None:
-        """Offer one entry to ``chain``, the dynamic handlers and the role's
-        default, until one takes it; park it or answer -32601 if none does."""
-        retry = False
-        for handler in (
-            (*chain, *self._dynamic_for(kind, method, inner)) if self._dynamic else chain
-        ):
-            outcome = await self._call_handler(handler, method, params, inner, responder)
-            if not isinstance(outcome, NotHandled):
-                return
-            retry = retry or outcome.retry
-            if outcome.message is not None:
-                method, params, inner = self._replace(outcome.message, handler, method, inner)
-        if self.role.has_default:
-            outcome = await self._call_handler(None, method, params, inner, responder)
-            if not isinstance(outcome, NotHandled):
-                return
-        if retry:
-            self._parked.append((kind, method, params, responder))
-        elif responder is not None and not responder._done:
-            responder.respond_with_error(Error.method_not_found(method))
+        replay: bool = False,
+    ) -> bool:
+        """Offer one entry to ``chain`` (then to the dynamic handlers, ahead of
+        the role's default) until a handler takes it. This is the one place
+        that calls handlers.
 
-    async def _call_handler(
-        self,
-        handler: HandlerEntry | None,
-        method: str,
-        params: Any,
-        inner: tuple[str, Any] | None,
-        responder: Responder[Any] | None,
-    ) -> NotHandled | None:
-        """Decode the entry for ``handler`` (None: the role's default) and call
-        it. Returns its ``NotHandled`` when it declined, else None: it took the
-        entry, or failed, and then the request was answered with the error."""
-        if handler is None:
-            message: Any = UntypedMessage._from_raw(method, params)
-            callback: Callable[..., Awaitable[Any]] = self.role.default_dispatch
-            dispatch = True
-        else:
+        When all decline, the entry is parked if one asked to retry, and a
+        request is answered -32601 otherwise. ``replay`` offers a parked
+        entry to ``chain`` alone and returns True when it declined.
+        """
+        if self._dynamic and not replay:
+            extra = self._dynamic_for(kind, method, inner)
+            if self._default is not None:
+                chain = (*chain[:-1], *extra, self._default)
+            else:
+                chain = (*chain, *extra)
+        retry = False
+        for handler in chain:
             try:
                 message = handler.message(method, params, inner)
             except (msgspec.DecodeError, RecursionError) as exc:  # ValidationError is one
@@ -319,30 +300,39 @@ class Dispatcher(Outbox):
                     responder.respond_with_error(
                         invalid_params_error(exc, inner[1] if handler.unwraps and inner else params)
                     )
-                return None
-            callback = handler.callback
-            dispatch = handler.kind == DISPATCH
-        try:
-            if responder is None:
-                if dispatch:
-                    outcome = await callback(NotificationDispatch(message), self)
+                return False
+            try:
+                if responder is None:
+                    if handler.kind == DISPATCH:
+                        outcome = await handler.callback(NotificationDispatch(message), self)
+                    else:
+                        outcome = await handler.callback(message, self)
+                elif handler.kind == DISPATCH:
+                    outcome = await handler.callback(RequestDispatch(message, responder), self)
                 else:
-                    outcome = await callback(message, self)
-            elif dispatch:
-                outcome = await callback(RequestDispatch(message, responder), self)
-            else:
-                outcome = await callback(message, responder, self)
-        except Exception as exc:
-            if responder is not None:
-                self._answer_failure(responder, exc, handler)
-            else:
-                log.error("notification handler for %r raised", method, exc_info=exc)
-            return None
-        except BaseException as exc:
-            if responder is not None:
-                self._answer_abort(responder, exc)
-            raise
-        return outcome if isinstance(outcome, NotHandled) else None
+                    outcome = await handler.callback(message, responder, self)
+            except Exception as exc:
+                if responder is not None:
+                    self._answer_failure(responder, exc, handler)
+                else:
+                    log.error("notification handler for %r raised", method, exc_info=exc)
+                return False
+            except BaseException as exc:
+                if responder is not None:
+                    self._answer_abort(responder, exc)
+                raise
+            if not isinstance(outcome, NotHandled):
+                return False
+            retry = retry or outcome.retry
+            if outcome.message is not None:
+                method, params, inner = self._replace(outcome.message, handler, method, inner)
+        if replay:
+            return True
+        if retry:
+            self._parked.append((kind, method, params, responder))
+        elif responder is not None and not responder._done:
+            responder.respond_with_error(Error.method_not_found(method))
+        return True
 
     def _answer_failure(
         self, responder: Responder[Any], exc: Exception, handler: HandlerEntry | None
@@ -392,6 +382,8 @@ class Dispatcher(Outbox):
         chain = self._chains.get(key)
         if chain is None:
             chain = tuple(h for h in self._handlers if h.matches(kind, method, inner_method))
+            if self._default is not None:
+                chain += (self._default,)  # the role's default comes last
             if len(self._chains) < 1024:
                 self._chains[key] = chain
         return chain
@@ -421,15 +413,14 @@ class Dispatcher(Outbox):
                 ):
                     self._parked.append(entry)
                     continue
-                outcome = await self._call_handler(handler, method, params, inner, responder)
-                if isinstance(outcome, NotHandled):
+                if await self._run_chain(kind, (handler,), method, params, inner, responder, True):
                     self._parked.append(entry)
 
     # -- responses -------------------------------------------------------------
 
     def _receive_response(
         self, request_id: Any, settlement: int, payload: Any
-    ) -> Coroutine[Any, Any, None] | None:
+    ) -> Coroutine[Any, Any, object] | None:
         """Route a response to its request; returns a coroutine when a
         dispatch handler or a result callback must run."""
         request = self._table.take_response(request_id)

@@ -191,7 +191,7 @@ class Inbound(Dispatcher):
             self._dispatch_task = None
         return True
 
-    def _receive(self, line: bytes | OversizedLine) -> Coroutine[Any, Any, None] | None:
+    def _receive(self, line: bytes | OversizedLine) -> Coroutine[Any, Any, object] | None:
         """Handle one line; returns a coroutine when handlers must run."""
         if type(line) is not bytes:
             self._receive_oversized(cast(OversizedLine, line))
@@ -210,7 +210,7 @@ class Inbound(Dispatcher):
 
     def _take(
         self, kind: int, entry: _wire.Envelope, batch: Batch | None
-    ) -> Coroutine[Any, Any, None] | None:
+    ) -> Coroutine[Any, Any, object] | None:
         """The switch on an entry's kind, for lone messages and batch entries."""
         if kind == RESULT_RESPONSE:
             return self._receive_response(entry.id, SETTLED_OK, entry.result)
@@ -262,7 +262,7 @@ class Inbound(Dispatcher):
         answer_id = None if request_id is MISSING else request_id
         self._enqueue(_wire.encode_error(answer_id, Error.invalid_request(data).to_dict()))
 
-    def _receive_non_object(self, line: bytes) -> Coroutine[Any, Any, None] | None:
+    def _receive_non_object(self, line: bytes) -> Coroutine[Any, Any, object] | None:
         try:
             value = _wire.loads(line)
         except (msgspec.DecodeError, RecursionError):
