@@ -27,6 +27,25 @@ def test_every_public_attribute_is_in_all():
     assert public <= set(acp_fast.__all__), public - set(acp_fast.__all__)
 
 
+def test_all_is_exactly_what_is_exported():
+    eager = {
+        name
+        for name, value in vars(acp_fast).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+    }
+    eager -= {"TYPE_CHECKING", "annotations"}
+    assert set(acp_fast.__all__) == eager | set(acp_fast._LAZY) | {"__version__"}
+
+
+def test_exported_classes_and_functions_belong_to_acp_fast():
+    for name in acp_fast.__all__:
+        value = getattr(acp_fast, name)
+        if isinstance(value, type | types.FunctionType):
+            assert value.__module__ == "acp_fast", name
+            assert value.__name__ == name, name
+    assert repr(acp_fast.SentRequest) == "<class 'acp_fast.SentRequest'>"
+
+
 def test_lazy_names_are_all_exported_and_typed_api_loads_on_demand():
     assert set(acp_fast._LAZY) <= set(acp_fast.__all__)
     code = "import sys, acp_fast; print('acp_fast.schema.v1' in sys.modules); acp_fast.BaseAgent; print('acp_fast.schema.v1' in sys.modules)"

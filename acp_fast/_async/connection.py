@@ -391,7 +391,7 @@ class ConnectionTo(Inbound, Generic[R]):
         there (§2.6). The drain is shielded, so that what main sent last still
         goes out, and bounded by ``limit`` seconds. The dispatch loop keeps reading
         meanwhile, so a peer that writes before it reads cannot deadlock the
-        drain (§6.D #42), and a read error ends it with that error (#43).
+        drain (docs/semantics.md §6.D #42), and a read error ends it with that error (#43).
         """
         with anyio.move_on_after(limit, shield=True) as scope:
             self._drain_scope = scope

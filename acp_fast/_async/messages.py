@@ -197,7 +197,7 @@ def invalid_params_error(exc: Exception, params: Any) -> Error:
     except (msgspec.DecodeError, msgspec.EncodeError, RecursionError):
         # Params that are not JSON we can read (invalid UTF-8, 1e400, too
         # deep) are not echoed; re-reading them here used to raise out of the
-        # dispatch loop and end the connection (issue 8).
+        # dispatch loop and end the connection.
         pass
     return Error.invalid_params(data)
 
