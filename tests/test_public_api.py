@@ -17,24 +17,23 @@ def test_all_is_unique_and_resolvable():
         assert getattr(acp_fast, name) is not None, name
 
 
-def test_every_public_attribute_is_in_all():
+def public_attributes() -> set[str]:
     public = {
         name
         for name, value in vars(acp_fast).items()
         if not name.startswith("_") and not isinstance(value, types.ModuleType)
     }
-    public -= {"TYPE_CHECKING", "annotations"}
+    return public - {"TYPE_CHECKING", "annotations"}
+
+
+def test_every_public_attribute_is_in_all():
+    public = public_attributes()
     assert public <= set(acp_fast.__all__), public - set(acp_fast.__all__)
 
 
 def test_all_is_exactly_what_is_exported():
-    eager = {
-        name
-        for name, value in vars(acp_fast).items()
-        if not name.startswith("_") and not isinstance(value, types.ModuleType)
-    }
-    eager -= {"TYPE_CHECKING", "annotations"}
-    assert set(acp_fast.__all__) == eager | set(acp_fast._LAZY) | {"__version__"}
+    exported = public_attributes() | set(acp_fast._LAZY) | {"__version__"}
+    assert set(acp_fast.__all__) == exported
 
 
 def test_exported_classes_and_functions_belong_to_acp_fast():

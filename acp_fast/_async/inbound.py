@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import types
-from collections.abc import Coroutine, Generator
+from collections.abc import Callable, Coroutine, Generator
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
@@ -81,23 +81,18 @@ def _resume(
             coroutine.close()
             raise
         except BaseException as exc:
-            try:
-                yielded = coroutine.throw(exc)
-            except StopIteration:
-                return None
-            except BaseException as raised:
-                if is_abort(raised) or is_spurious_cancel(raised):
-                    return raised
-                raise
+            step: Callable[[Any], Any] = coroutine.throw
+            value: Any = exc
         else:
-            try:
-                yielded = coroutine.send(sent)
-            except StopIteration:
-                return None
-            except BaseException as raised:
-                if is_abort(raised) or is_spurious_cancel(raised):
-                    return raised
-                raise
+            step, value = coroutine.send, sent
+        try:
+            yielded = step(value)
+        except StopIteration:
+            return None
+        except BaseException as raised:
+            if is_abort(raised) or is_spurious_cancel(raised):
+                return raised
+            raise
 
 
 class Inbound(Dispatcher):
