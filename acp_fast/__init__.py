@@ -9,6 +9,7 @@ and a compiled core under an anyio API (asyncio and trio)::
 
 from __future__ import annotations
 
+import types
 from typing import TYPE_CHECKING
 
 from ._async.builder import Builder as Builder
@@ -101,8 +102,16 @@ def __getattr__(name: str) -> object:
     import importlib
 
     value = getattr(importlib.import_module(module, __name__), name)
+    _adopt(value)
     globals()[name] = value
     return value
+
+
+def _adopt(value: object) -> None:
+    # Exported classes and functions say they are acp_fast's, wherever they
+    # are defined: reprs and docs read ``acp_fast.SentRequest``.
+    if isinstance(value, type | types.FunctionType):
+        value.__module__ = __name__
 
 
 __all__ = (
@@ -163,3 +172,8 @@ __all__ = (
     "tcp",
     "unix",
 )
+
+for _name in __all__:
+    if _name in globals():
+        _adopt(globals()[_name])
+del _name

@@ -6,7 +6,7 @@ suspends (``ConnectionTo._receive`` returns a coroutine that the loop steps
 once), and the handlers here never suspend. So ``dispatch()`` builds a real
 ``ConnectionTo`` over a recording channel, feeds its framer the chunks, runs
 ``_receive`` on each line and steps the coroutines to completion, exactly as
-``ConnectionTo._serve_incoming`` does, and returns the bytes written.
+``ConnectionTo._read_loop`` does, and returns the bytes written.
 
 ``use_core("c" | "py")`` swaps the core the connection module uses, so that
 both cores run the same input and can be compared byte for byte.
@@ -29,6 +29,8 @@ from typing import Any
 
 import acp_fast as acp
 from acp_fast._async import connection as _connection
+from acp_fast._async import dispatch as _dispatch
+from acp_fast._async import inbound as _inbound
 from acp_fast._async.connection import ConnectionTo
 from acp_fast.schema import v1
 
@@ -50,19 +52,24 @@ _CORE_NAMES = (
 
 @contextlib.contextmanager
 def use_core(tag: str) -> Iterator[None]:
-    """Make the connection module use core ``tag`` ("c" or "py") meanwhile."""
+    """Make the connection modules use core ``tag`` ("c" or "py") meanwhile."""
     modules = [
         importlib.import_module(f"acp_fast._core._{m}_{tag}")
         for m in ("framing", "messages", "requests")
     ]
-    saved = {name: getattr(_connection, name) for name in _CORE_NAMES}
+    saved = [
+        (user, name, getattr(user, name))
+        for user in (_connection, _dispatch, _inbound)
+        for name in _CORE_NAMES
+        if hasattr(user, name)
+    ]
     try:
-        for name in _CORE_NAMES:
-            setattr(_connection, name, next(getattr(m, name) for m in modules if hasattr(m, name)))
+        for user, name, _ in saved:
+            setattr(user, name, next(getattr(m, name) for m in modules if hasattr(m, name)))
         yield
     finally:
-        for name, value in saved.items():
-            setattr(_connection, name, value)
+        for user, name, value in saved:
+            setattr(user, name, value)
 
 
 async def _echo(message: acp.UntypedMessage, responder: acp.Responder[Any], cx: Any) -> None:
@@ -177,7 +184,7 @@ def _check_response(message: Any) -> None:
 
 def check_output(stream: bytes, output: bytes, conn: ConnectionTo[Any]) -> list[Any]:
     """Assert the invariants any input must keep; return the decoded replies."""
-    lines_in = len(_connection.LineBuffer(1 << 62).feed(stream + b"\n"))
+    lines_in = len(_inbound.LineBuffer(1 << 62).feed(stream + b"\n"))
     replies = []
     if output:
         assert output.endswith(b"\n"), output[-100:]

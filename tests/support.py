@@ -25,8 +25,8 @@ import anyio.abc
 import orjson
 
 import acp_fast as acp
-from acp_fast._async._backend import current_backend
 from acp_fast._core import LineBuffer
+from acp_fast._io.backend import current_backend
 from acp_fast.testing import memory_pair
 
 TIMEOUT = 5.0

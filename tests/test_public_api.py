@@ -17,14 +17,32 @@ def test_all_is_unique_and_resolvable():
         assert getattr(acp_fast, name) is not None, name
 
 
-def test_every_public_attribute_is_in_all():
+def public_attributes() -> set[str]:
     public = {
         name
         for name, value in vars(acp_fast).items()
         if not name.startswith("_") and not isinstance(value, types.ModuleType)
     }
-    public -= {"TYPE_CHECKING", "annotations"}
+    return public - {"TYPE_CHECKING", "annotations"}
+
+
+def test_every_public_attribute_is_in_all():
+    public = public_attributes()
     assert public <= set(acp_fast.__all__), public - set(acp_fast.__all__)
+
+
+def test_all_is_exactly_what_is_exported():
+    exported = public_attributes() | set(acp_fast._LAZY) | {"__version__"}
+    assert set(acp_fast.__all__) == exported
+
+
+def test_exported_classes_and_functions_belong_to_acp_fast():
+    for name in acp_fast.__all__:
+        value = getattr(acp_fast, name)
+        if isinstance(value, type | types.FunctionType):
+            assert value.__module__ == "acp_fast", name
+            assert value.__name__ == name, name
+    assert repr(acp_fast.SentRequest) == "<class 'acp_fast.SentRequest'>"
 
 
 def test_lazy_names_are_all_exported_and_typed_api_loads_on_demand():

@@ -29,7 +29,8 @@ import anyio
 
 from .._core._framing_py import DEFAULT_MAX_LINE
 from .._errors import Error
-from ._backend import current_backend
+from .._io.backend import current_backend
+from .._io.transport import Transport
 from .connection import ConnectionTo
 from .handlers import (
     DISPATCH,
@@ -42,7 +43,6 @@ from .handlers import (
 )
 
 if TYPE_CHECKING:
-    from .._transports import Transport
     from .roles import Role
 
 __all__ = ("Builder",)
@@ -220,7 +220,7 @@ class Builder(Generic[R]):
     async def connect_to(self, transport: Transport) -> None:
         """Serve until the peer's output ends; flush the answers; return."""
         async with _Connecting(self, transport, reactive=True) as cx:
-            await cx._finished.wait()
+            await cx._until_finished()
 
 
 class _Connecting(Generic[R]):
@@ -253,13 +253,12 @@ class _Connecting(Generic[R]):
         except BaseException:
             await self._channel_context.__aexit__(None, None, None)
             raise
-        conn._start(self._group, list(builder._runners))
         # The block runs in a cancel scope of its own, cancelled when the
         # connection fails. Its exceptions then never pass through the task
         # group, which would wrap them in an ExceptionGroup.
         self._scope = anyio.CancelScope()
         self._scope.__enter__()
-        conn._body_scope = self._scope
+        conn._start(self._group, list(builder._runners), self._scope)
         self._conn = conn
         return conn
 
@@ -275,26 +274,14 @@ class _Connecting(Generic[R]):
         # (trio's scopes also return True on a clean exit: only an exception
         # can be suppressed.)
         suppressed = bool(self._scope.__exit__(exc_type, exc, traceback)) and exc is not None
-        conn._body_scope = None
         try:
-            if exc is None and conn._error is None:
-                # What the block queued last (a final notification, say) should
-                # still go out: give the transport a moment to take it. A
-                # connection failure meanwhile ends the drain (§6.D #43).
-                await conn._final_drain(DRAIN_TIMEOUT)
-            conn._stop()
+            await conn._leave_block(exc is None, DRAIN_TIMEOUT)
             await self._group.__aexit__(None, None, None)
         finally:
             conn._shutdown()
             with anyio.CancelScope(shield=True):
                 await self._channel_context.__aexit__(None, None, None)
-        error = conn._error
-        conn._error = None
-        if error is None and conn._output_broken is not None and not conn._closed.is_set():
-            # Writing failed and the peer's output never ended: not a peer that
-            # went away (that would have brought EOF), so the write error is
-            # the connection's failure (§2.7).
-            error = conn._output_broken
+        error = conn._take_error()
         if suppressed:
             # The block was cancelled because the connection failed: raise
             # why (returning would re-raise the block's cancellation).

@@ -1,4 +1,4 @@
-"""The cancellation marker of an incoming request (rust-sdk-semantics §4.3).
+"""The cancellation marker of an incoming request (docs/semantics.md §4.3).
 
 A peer cancels a request it sent us with ``$/cancel_request``. The dispatch
 loop records that in the connection's registry *before* any handler sees the

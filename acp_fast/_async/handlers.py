@@ -1,7 +1,7 @@
 """Handler entries: which incoming messages a callback claims, and from whom.
 
 A connection offers each incoming entry to its handlers in registration
-order (rust-sdk-semantics §2.2). An entry is matched by kind (request,
+order (docs/semantics.md §2.2). An entry is matched by kind (request,
 notification, or any for dispatch handlers), by method (a schema class's
 ``METHOD``, a method name, or every method), and by peer:
 

@@ -197,7 +197,7 @@ def invalid_params_error(exc: Exception, params: Any) -> Error:
     except (msgspec.DecodeError, msgspec.EncodeError, RecursionError):
         # Params that are not JSON we can read (invalid UTF-8, 1e400, too
         # deep) are not echoed; re-reading them here used to raise out of the
-        # dispatch loop and end the connection (issue 8).
+        # dispatch loop and end the connection.
         pass
     return Error.invalid_params(data)
 
@@ -335,3 +335,10 @@ def peel_envelope(params: Any) -> tuple[str, Any] | None:
     if isinstance(params, dict) and type(params.get("method")) is str:
         return params["method"], params.get("params", MISSING)
     return None
+
+
+def wrap_envelope(method: str, params: Any) -> dict[str, Any]:
+    """A ``_proxy/successor`` envelope's params around (method, params)."""
+    if params is None:
+        return {"method": method}
+    return {"method": method, "params": params}

@@ -3,7 +3,7 @@
 The state behind every handle is one core ``OutgoingRequest`` (see
 acp_fast/_core/_requests_py.py): the once-only cancellation flag and the
 response slot. The handles here are views on it that enforce the ownership
-rules of rust-sdk-semantics §3.2 and §3.7 in Python form:
+rules of docs/semantics.md §3.2 and §3.7 in Python form:
 
 * A ``SentRequest`` is consumed at most once: by awaiting it, by a result
   callback (``on_receiving_result``, ``on_receiving_ok_result``,
@@ -50,9 +50,9 @@ from .._errors import Error
 from ._wire import loads as _loads
 from .cancellation import RequestCancellation
 from .messages import decode_plain, decode_value
+from .port import ConnectionPort
 
 if TYPE_CHECKING:
-    from .connection import ConnectionTo
     from .responder import Responder
 
 __all__ = (
@@ -182,7 +182,7 @@ class _Handle(Generic[T]):
 
     def __init__(
         self,
-        conn: ConnectionTo[Any],
+        conn: ConnectionPort,
         request: OutgoingRequest,
         response_type: type | None,
         maps: tuple[Callable[[Any], Any], ...] = (),
@@ -252,6 +252,53 @@ class _Handle(Generic[T]):
                 cancel()
         request.data = (self._sources, cancel)
 
+    # -- consuming: the same for a sent and a prepared request ----------------
+    # Each subclass says how a consumer takes over (_consumer_handle) and is
+    # put in place (_deliver): attached to a request already on the wire, or
+    # set before a prepared request is published.
+
+    def on_receiving_result(self, callback: Callable[[Any], Any]) -> None:
+        """Call ``callback(result)`` with the value or the ``acp.Error``.
+
+        Returns at once. When the answer arrives, the dispatch loop waits for
+        the callback before it handles the next incoming message. An error
+        raised by the callback fails the connection.
+        """
+        self._deliver(_CallbackConsumer(self._consumer_handle(), callback))
+
+    def on_receiving_ok_result(
+        self, responder: Responder[Any], callback: Callable[[Any, Responder[Any]], Any]
+    ) -> None:
+        """Like on_receiving_result, but an error answers ``responder`` with it
+        and ``callback(value, responder)`` runs only for a successful result."""
+        self._deliver(_OkCallbackConsumer(self._consumer_handle(), responder, callback))
+
+    def forward_response_to(self, responder: Responder[Any]) -> None:
+        """Answer ``responder`` with whatever this request gets, and cancel
+        this request when ``responder``'s request is cancelled.
+
+        This is how a proxy forwards a request one hop: the upstream
+        cancellation becomes one ``$/cancel_request`` with this request's id.
+        """
+        self._add_source(responder.cancellation())
+        self._deliver(_ForwardConsumer(self._consumer_handle(), responder))
+
+    def __await__(self) -> Generator[Any, None, T]:
+        return self.block_task().__await__()
+
+    def block_task(self) -> Awaitable[T]:
+        raise NotImplementedError
+
+    def _add_source(self, marker: RequestCancellation) -> None:
+        raise NotImplementedError
+
+    def _consumer_handle(self) -> SentRequest[T]:
+        """The handle a consumer reads the answer from; marks it consumed."""
+        raise NotImplementedError
+
+    def _deliver(self, consumer: _Consumer) -> None:
+        raise NotImplementedError
+
 
 class SentRequest(_Handle[T]):
     """A request that is on its way; await it for the answer.
@@ -266,7 +313,7 @@ class SentRequest(_Handle[T]):
 
     def __init__(
         self,
-        conn: ConnectionTo[Any],
+        conn: ConnectionPort,
         request: OutgoingRequest,
         response_type: type | None,
         maps: tuple[Callable[[Any], Any], ...] = (),
@@ -343,6 +390,7 @@ class SentRequest(_Handle[T]):
         return self._wait()
 
     def __await__(self) -> Generator[Any, None, T]:
+        # _Handle.__await__ with block_task inlined: this runs per request.
         return self._wait().__await__()
 
     async def _wait(self) -> T:
@@ -378,36 +426,14 @@ class SentRequest(_Handle[T]):
         result: T = self._result()
         return result
 
-    def on_receiving_result(self, callback: Callable[[Any], Any]) -> None:
-        """Call ``callback(result)`` with the value or the ``acp.Error``.
+    def _add_source(self, marker: RequestCancellation) -> None:
+        self.forward_cancellation_from(marker)
 
-        Returns at once. When the answer arrives, the dispatch loop waits for
-        the callback before it handles the next incoming message. An error
-        raised by the callback fails the connection.
-        """
+    def _consumer_handle(self) -> SentRequest[T]:
         self._take()
-        self._attach(_CallbackConsumer(self, callback))
+        return self
 
-    def on_receiving_ok_result(
-        self, responder: Responder[Any], callback: Callable[[Any, Responder[Any]], Any]
-    ) -> None:
-        """Like on_receiving_result, but an error answers ``responder`` with it
-        and ``callback(value, responder)`` runs only for a successful result."""
-        self._take()
-        self._attach(_OkCallbackConsumer(self, responder, callback))
-
-    def forward_response_to(self, responder: Responder[Any]) -> None:
-        """Answer ``responder`` with whatever this request gets, and cancel
-        this request when ``responder``'s request is cancelled.
-
-        This is how a proxy forwards a request one hop: the upstream
-        cancellation becomes one ``$/cancel_request`` with this request's id.
-        """
-        self.forward_cancellation_from(responder.cancellation())
-        self._take()
-        self._attach(_ForwardConsumer(self, responder))
-
-    def _attach(self, consumer: _Consumer) -> None:
+    def _deliver(self, consumer: _Consumer) -> None:
         self._conn._check_running()
         request = self._request
         if request.settlement != UNSETTLED:
@@ -460,7 +486,7 @@ class PreparedRequest(_Handle[T]):
 
     def __init__(
         self,
-        conn: ConnectionTo[Any],
+        conn: ConnectionPort,
         request: OutgoingRequest,
         response_type: type | None,
         payload: bytes | Error,
@@ -494,9 +520,6 @@ class PreparedRequest(_Handle[T]):
         self._conn._publish(self._request, self._payload)
         return sent
 
-    def __await__(self) -> Generator[Any, None, T]:
-        return self.block_task().__await__()
-
     def detach(self) -> None:
         """Publish and forget; raises the error if publication failed.
 
@@ -510,25 +533,15 @@ class PreparedRequest(_Handle[T]):
         if request.settlement == SETTLED_ERROR:
             raise cast(Error, request.value)
 
-    def on_receiving_result(self, callback: Callable[[Any], Any]) -> None:
+    def _add_source(self, marker: RequestCancellation) -> None:
+        self._sources = (*self._sources, marker)
+
+    def _consumer_handle(self) -> SentRequest[T]:
         sent = self._sent()
         sent._take()
-        self._publish_with(_CallbackConsumer(sent, callback))
+        return sent
 
-    def on_receiving_ok_result(
-        self, responder: Responder[Any], callback: Callable[[Any, Responder[Any]], Any]
-    ) -> None:
-        sent = self._sent()
-        sent._take()
-        self._publish_with(_OkCallbackConsumer(sent, responder, callback))
-
-    def forward_response_to(self, responder: Responder[Any]) -> None:
-        self._sources = (*self._sources, responder.cancellation())
-        sent = self._sent()
-        sent._take()
-        self._publish_with(_ForwardConsumer(sent, responder))
-
-    def _publish_with(self, consumer: _Consumer) -> None:
+    def _deliver(self, consumer: _Consumer) -> None:
         # The consumer is in place before the request can be answered, and
         # sources are watched only once the request is armed on the wire.
         # A callback needs the connection to run it: refuse before publishing.
@@ -572,7 +585,7 @@ class RequestCancellationHandle:
 
     __slots__ = ("_conn", "_request")
 
-    def __init__(self, conn: ConnectionTo[Any], request: OutgoingRequest) -> None:
+    def __init__(self, conn: ConnectionPort, request: OutgoingRequest) -> None:
         self._conn = conn
         self._request = request
 
@@ -612,7 +625,7 @@ class ResponseRouter:
 
     __slots__ = ("_conn", "_done", "_request")
 
-    def __init__(self, conn: ConnectionTo[Any], request: OutgoingRequest) -> None:
+    def __init__(self, conn: ConnectionPort, request: OutgoingRequest) -> None:
         self._conn = conn
         self._request = request
         self._done = False

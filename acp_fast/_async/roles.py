@@ -2,7 +2,7 @@
 
 A role names the counterpart at the other end of the transport, the peers
 messages can be addressed to, and how unclaimed messages are treated
-(rust-sdk-semantics §2.1). ``Client.builder()`` builds a connection that
+(docs/semantics.md §2.1). ``Client.builder()`` builds a connection that
 talks to an agent; ``Agent.builder()`` one that talks to a client;
 ``Proxy.builder()`` one that sits between the two, reaching the client side
 plainly and the agent side through ``_proxy/successor`` envelopes;
@@ -89,7 +89,7 @@ class Proxy(Role):
     same transport. There is no default peer: use the ``*_to`` methods and
     ``peer=`` on handlers.
 
-    What no handler claims is forwarded (rust-sdk-semantics §5.6), so a bare
+    What no handler claims is forwarded (docs/semantics.md §5.6), so a bare
     ``Proxy.builder()`` is a pass-through proxy:
 
     * ``initialize`` from the client side is refused with -32600: a proxy is
@@ -110,7 +110,7 @@ class Proxy(Role):
     has_default_peer = False
 
     async def default_dispatch(self, dispatch: Any, cx: ConnectionTo[Any]) -> Any:
-        """Default proxy forwarding (rust-sdk-semantics §5.6)."""
+        """Default proxy forwarding (docs/semantics.md §5.6)."""
         message = dispatch.message
         method: str = message.method
         params = wire_params(message)
@@ -162,7 +162,7 @@ class Proxy(Role):
         """Forward a ``session/new`` request to the agent side, cancellable.
 
         The request goes on with the upstream cancellation as its source
-        (rust-sdk-semantics §5.6, §5.8): a ``$/cancel_request`` from the client
+        (docs/semantics.md §5.6, §5.8): a ``$/cancel_request`` from the client
         side becomes one for the new id. When the answer comes, the dispatch
         loop waits for this (the ordering barrier): on success, the new
         session's requests and notifications from the agent side are routed
@@ -195,7 +195,7 @@ class Proxy(Role):
 
 
 class ConductorToProxy(Role):
-    """The conductor's end of its link to one proxy (rust-sdk-semantics §5.7).
+    """The conductor's end of its link to one proxy (docs/semantics.md §5.7).
 
     The peers are named after the proxy's sides: ``acp.Client`` is its client
     side (plain messages: what the proxy sends its predecessor, and what the
@@ -242,7 +242,7 @@ def _session_id_of(value: Any) -> Any:
 
 class _SessionRoutes:
     """Sessions of one proxy connection whose agent-side messages go back to
-    the client side (rust-sdk-semantics §5.6).
+    the client side (docs/semantics.md §5.6).
 
     The reference installs one dynamic handler per session; here one pair of
     dynamic handlers (requests, notifications) serves every session of the

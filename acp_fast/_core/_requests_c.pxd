@@ -35,7 +35,6 @@ cdef class RequestTable:
     cpdef void register(self, OutgoingRequest request)
     cpdef OutgoingRequest take_response(self, object request_id)
     cpdef OutgoingRequest pending(self, object request_id)
-    cpdef void forget(self, OutgoingRequest request)
     cpdef list fail_all(self)
     @cython.locals(incoming=IncomingRequest)
     cpdef IncomingRequest register_incoming(self, object request_id)

@@ -182,11 +182,6 @@ class RequestTable:
     def pending(self, request_id: int) -> OutgoingRequest | None:
         return self._outgoing.get(request_id)
 
-    def forget(self, request: OutgoingRequest) -> None:
-        """Remove ``request`` if it is the pending one with its id."""
-        if self._outgoing.get(request.id) is request:
-            del self._outgoing[request.id]
-
     def fail_all(self) -> list[OutgoingRequest]:
         """Remove every pending request and return them, oldest first."""
         requests = list(self._outgoing.values())

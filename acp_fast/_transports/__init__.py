@@ -2,7 +2,7 @@
 
 A transport is a description (which descriptors, which command, which
 streams); ``builder.connect*`` opens it on the running event loop as a
-Channel (see _channel.py) and closes it when the connection ends.
+Channel (see acp_fast/_io/) and closes it when the connection ends.
 
 * ``stdio()``: this process's stdin and stdout, whatever kind of file they are;
 * ``ByteStreams(receive_stream, send_stream)``: any anyio byte streams;

@@ -1,4 +1,4 @@
-"""The Transport interface and the transports over descriptors and streams."""
+"""The transports over descriptors and streams."""
 
 from __future__ import annotations
 
@@ -6,29 +6,17 @@ import os
 import stat
 import sys
 from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 
 from anyio.abc import ByteReceiveStream, ByteSendStream
 
-from .._async._backend import Backend
-from ._channel import Channel, FdChannel, StreamChannel, _pollable
+from .._io.backend import Backend
+from .._io.channel import Channel
+from .._io.fd import FdChannel, pollable
+from .._io.stream import StreamChannel
+from .._io.transport import Transport
 
 __all__ = ("ByteStreams", "FdTransport", "Transport", "stdio")
-
-
-class Transport:
-    """Something a connection can run over.
-
-    Subclasses implement ``_open(backend)``: an async context manager that
-    yields a Channel while the connection runs and releases it afterwards.
-    The connection leaves that context inside a shielded cancel scope of its
-    own, so ``_open`` must not hold a task group or cancel scope open across
-    its ``yield`` (scopes must close in the reverse order of opening); a
-    background task it needs runs free-standing (see ``Subprocess``).
-    """
-
-    def _open(self, backend: Backend) -> AbstractAsyncContextManager[Channel]:
-        raise NotImplementedError
 
 
 class ByteStreams(Transport):
@@ -135,7 +123,7 @@ class FdTransport(Transport):
 def _needs_nonblocking(fd: int) -> bool:
     """A blocking descriptor the channel would switch to non-blocking mode."""
     mode = os.fstat(fd).st_mode
-    if stat.S_ISSOCK(mode) or not _pollable(fd, mode):
+    if stat.S_ISSOCK(mode) or not pollable(fd, mode):
         return False  # MSG_DONTWAIT, or used as it is
     return os.get_blocking(fd)
 

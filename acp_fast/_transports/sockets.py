@@ -27,8 +27,9 @@ from typing import Any
 
 import anyio
 
-from .._async._backend import Backend, current_backend
-from ._channel import Channel, FdChannel
+from .._io.backend import Backend, current_backend
+from .._io.channel import Channel
+from .._io.fd import FdChannel
 from .base import Transport
 
 __all__ = ("SocketListener", "SocketTransport", "listen_tcp", "listen_unix", "tcp", "unix")

@@ -22,8 +22,9 @@ from typing import IO, Any
 
 import anyio
 
-from .._async._backend import Backend
-from ._channel import Channel, ChannelError, FdChannel
+from .._io.backend import Backend
+from .._io.channel import Channel, ChannelError
+from .._io.fd import FdChannel
 from .base import Transport
 
 __all__ = ("Subprocess",)

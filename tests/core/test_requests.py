@@ -79,16 +79,6 @@ def test_fail_all_empties_the_table_in_order(core):
     assert table.fail_all() == []
 
 
-def test_forget_only_removes_the_same_request(core):
-    table = core.RequestTable()
-    request = table.new_request("m")
-    table.forget(request)  # not registered: nothing happens
-    table.register(request)
-    assert table.pending(request.id) is request
-    table.forget(request)
-    assert table.pending(request.id) is None
-
-
 def test_opaque_slots_belong_to_the_caller(core):
     request = core.RequestTable().new_request("m")
     sentinel = object()

@@ -21,7 +21,7 @@ import pytest
 
 import acp_fast as acp
 from acp_fast._async.connection import HIGH_WATER
-from acp_fast._transports._channel import LARGE_READ_SIZE
+from acp_fast._io.channel import LARGE_READ_SIZE
 from acp_fast.testing import memory_pair
 from tests.support import TIMEOUT
 

@@ -24,8 +24,8 @@ import anyio
 import pytest
 
 import acp_fast as acp
-from acp_fast._async._backend import current_backend
 from acp_fast._async.builder import DRAIN_TIMEOUT
+from acp_fast._io.backend import current_backend
 from acp_fast.testing import memory_pair, socket_pair
 from tests.support import (
     TIMEOUT,

@@ -30,6 +30,8 @@ from hypothesis import strategies as st
 
 import acp_fast as acp
 import acp_fast._async.connection as connection_module
+import acp_fast._async.dispatch as dispatch_module
+import acp_fast._async.inbound as inbound_module
 from tests.helpers import CoreImpl
 from tests.rpc.wire import barrier_from_peer, facing_raw_peer, respond
 
@@ -194,7 +196,9 @@ def core_classes(request, monkeypatch):
         "params_head_of",
         "scan_head",
     ):
-        monkeypatch.setattr(connection_module, name, getattr(core, name))
+        for module in (connection_module, dispatch_module, inbound_module):
+            if hasattr(module, name):
+                monkeypatch.setattr(module, name, getattr(core, name))
     return request.param
 
 

@@ -22,7 +22,7 @@ import orjson
 import pytest
 
 import acp_fast as acp
-import acp_fast._transports._channel as channel_module
+import acp_fast._io.fd as fd_module
 import acp_fast._transports.base as base_module
 from acp_fast.testing import pipe_pair, socket_pair
 from tests.transports.peer import agent_builder
@@ -135,7 +135,7 @@ async def test_dev_null() -> None:
     """/dev/null: epoll refuses it (EPERM), so it is read directly: EOF at once."""
     null = os.open(os.devnull, os.O_RDWR)
     try:
-        assert not channel_module._pollable(null)
+        assert not fd_module.pollable(null)
         with anyio.fail_after(5):
             await agent_builder().connect_to(acp.FdTransport(null, null))
     finally:
@@ -180,13 +180,13 @@ async def test_partial_writes_do_not_copy_the_rest(monkeypatch: pytest.MonkeyPat
     """What the OS did not take yet is held as a view, never re-sliced bytes
     (quadratic for a 10 MB message over a 64 KiB pipe)."""
     held_types: set[type] = set()
-    real_write_now = channel_module.FdChannel._write_now
+    real_write_now = fd_module.FdChannel._write_now
 
     def write_now(self: Any, data: Any) -> int:
         held_types.add(type(data))
         return real_write_now(self, data)
 
-    monkeypatch.setattr(channel_module.FdChannel, "_write_now", write_now)
+    monkeypatch.setattr(fd_module.FdChannel, "_write_now", write_now)
 
     async def main(peer: Peer) -> None:
         await peer.big()

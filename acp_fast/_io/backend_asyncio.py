@@ -1,4 +1,4 @@
-"""The asyncio backend (see ``_backend`` for what a backend provides).
+"""The asyncio backend (see ``backend`` for what a backend provides).
 
 Imported by ``current_backend()`` only while an asyncio loop runs, so that
 ``import acp_fast`` does not import asyncio.
@@ -13,7 +13,7 @@ from functools import partial
 from types import BuiltinFunctionType
 from typing import Any
 
-from ._backend import Waiter
+from .backend import Waiter
 
 __all__ = ("AsyncioBackend",)
 

@@ -19,15 +19,13 @@ So the hot path uses the backend's own cheapest equivalents, gathered here:
 
 Everything here runs on the event loop's thread, except ``call_soon_threadsafe``.
 Cancellation is the backend's own (anyio cancel scopes deliver through it).
-The asyncio backend lives in ``_backend_asyncio``, imported only once an
-asyncio loop runs.
+The backends live in ``backend_asyncio`` and ``backend_trio``, each imported
+only once its event loop runs.
 """
 
 from __future__ import annotations
 
 import sys
-import threading
-from collections import deque
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any, Protocol
 
@@ -81,6 +79,8 @@ def current_backend() -> Backend:
         except RuntimeError:
             pass
         else:
+            from .backend_trio import TrioBackend
+
             return TrioBackend()
     asyncio = sys.modules.get("asyncio")  # not imported: no asyncio loop can be running
     if asyncio is not None:
@@ -91,100 +91,7 @@ def current_backend() -> Backend:
         else:
             # Imported here: asyncio costs 30 ms to import, half of acp_fast's
             # import time, and a trio program never needs it.
-            from ._backend_asyncio import AsyncioBackend
+            from .backend_asyncio import AsyncioBackend
 
             return AsyncioBackend()
     raise RuntimeError("acp_fast needs a running asyncio or trio event loop")
-
-
-# --- trio ------------------------------------------------------------------
-
-
-class TrioBackend:
-    name = "trio"
-
-    def __init__(self) -> None:
-        import trio
-
-        self._lowlevel = trio.lowlevel
-        self._token = trio.lowlevel.current_trio_token()
-        self._thread = threading.get_ident()
-        self._soon: deque[Callable[[], object]] = deque()
-        self._runner: Any = None  # the parked runner task, when idle
-
-    def current_task(self) -> object:
-        return self._lowlevel.current_task()
-
-    def new_waiter(self) -> Waiter:
-        return _TrioWaiter(self._lowlevel)
-
-    def wake(self, waiter: Waiter) -> None:
-        waiter.set()
-
-    def call_soon(self, callback: Callable[[], object]) -> None:
-        self._soon.append(callback)
-        runner = self._runner
-        if runner is not None:
-            self._runner = None
-            self._lowlevel.reschedule(runner)
-
-    def call_soon_threadsafe(self, callback: Callable[[], object]) -> None:
-        self._token.run_sync_soon(self.call_soon, callback)
-
-    def in_loop_thread(self) -> bool:
-        return threading.get_ident() == self._thread
-
-    async def run(self) -> None:
-        lowlevel = self._lowlevel
-        soon = self._soon
-
-        def abort(_: object) -> Any:
-            self._runner = None
-            return lowlevel.Abort.SUCCEEDED
-
-        while True:
-            while soon:
-                soon.popleft()()
-            self._runner = lowlevel.current_task()
-            await lowlevel.wait_task_rescheduled(abort)
-
-    def wait_readable(self, fd: int) -> Awaitable[None]:
-        return self._lowlevel.wait_readable(fd)
-
-    def wait_writable(self, fd: int) -> Awaitable[None]:
-        return self._lowlevel.wait_writable(fd)
-
-    def forget_fd(self, fd: int) -> None:
-        self._lowlevel.notify_closing(fd)
-
-
-class _TrioWaiter:
-    __slots__ = ("_done", "_lowlevel", "_task")
-
-    def __init__(self, lowlevel: Any) -> None:
-        self._lowlevel = lowlevel
-        self._task: Any = None
-        self._done = False
-
-    def set(self) -> None:
-        if self._done:
-            return
-        self._done = True
-        task, self._task = self._task, None
-        if task is not None:
-            self._lowlevel.reschedule(task)
-
-    async def wait(self) -> None:
-        if self._done:
-            return
-        lowlevel = self._lowlevel
-        self._task = lowlevel.current_task()
-
-        def abort(_: object) -> Any:
-            self._task = None
-            return lowlevel.Abort.SUCCEEDED
-
-        await lowlevel.wait_task_rescheduled(abort)
-
-    def __await__(self) -> Generator[Any, None, None]:
-        return self.wait().__await__()

@@ -1,0 +1,303 @@
+"""Inbound: the dispatch loop that reads the transport and classifies entries.
+
+One loop per connection reads the channel, hands the bytes to the core's
+framer, and takes the lines one at a time in arrival order (docs/semantics.md
+§2.3). Each line is decoded into an envelope and classified by the core; one
+switch (``_take``) sends a request, a notification or a response to dispatch,
+for a lone message and for each entry of a batch alike. Lines that are not
+JSON, too large or not JSON-RPC get their error answer here, and the loop goes
+on. Handlers run in the loop, so a slow handler stops reading and the peer's
+writes block: that is the backpressure, and it bounds memory.
+"""
+
+from __future__ import annotations
+
+import logging
+import types
+from collections.abc import Callable, Coroutine, Generator
+from typing import TYPE_CHECKING, Any, cast
+
+import anyio
+import msgspec
+
+from .._core import (
+    ERROR_RESPONSE,
+    INVALID_CALL,
+    MISSING,
+    NOTIFICATION,
+    PARAMS_ABSENT,
+    REQUEST,
+    RESULT_RESPONSE,
+    SETTLED_ERROR,
+    SETTLED_OK,
+    SHAPE_CALL,
+    SHAPE_RESPONSE,
+    LineBuffer,
+    OversizedLine,
+    RequestTable,
+    classify,
+    classify_envelope,
+    params_head_of,
+    scan_head,
+)
+from .._errors import Error
+from .._io.backend import Backend
+from .._io.channel import Channel, ChannelError
+from . import _wire
+from .dispatch import Dispatcher, is_abort, is_spurious_cancel
+from .handlers import HandlerEntry
+from .responder import Batch
+
+if TYPE_CHECKING:
+    from .roles import Role
+
+__all__ = ("Inbound",)
+
+log = logging.getLogger("acp_fast")
+
+# data.line of a parse error shows at most this many characters.
+_LINE_ECHO = 4096
+
+
+@types.coroutine
+def _resume(
+    coroutine: Coroutine[Any, Any, Any], yielded: Any
+) -> Generator[Any, Any, BaseException | None]:
+    """Go on awaiting ``coroutine``, which already yielded ``yielded`` once.
+
+    The dispatch loop runs each handler's first step itself, to learn whether
+    it completes without suspending (then no flush needs scheduling). When it
+    does suspend, this passes its wait to the task runner and drives the rest,
+    exactly as ``await`` would.
+
+    An abort (see ``is_abort``) raised by the coroutine is returned rather
+    than raised, so that the loop can tell it from the GeneratorExit of its
+    own closing (re-raised here) and stop the connection with it.
+    """
+    while True:
+        try:
+            sent = yield yielded
+        except GeneratorExit:
+            coroutine.close()
+            raise
+        except BaseException as exc:
+            step: Callable[[Any], Any] = coroutine.throw
+            value: Any = exc
+        else:
+            step, value = coroutine.send, sent
+        try:
+            yielded = step(value)
+        except StopIteration:
+            return None
+        except BaseException as raised:
+            if is_abort(raised) or is_spurious_cancel(raised):
+                return raised
+            raise
+
+
+class Inbound(Dispatcher):
+    """The read loop, framing hand-off, classification, bad lines, batches."""
+
+    # Set by the connection's lifecycle (connection.py).
+    _closed: anyio.Event
+    _drain_scope: anyio.CancelScope | None
+
+    def __init__(
+        self,
+        channel: Channel,
+        backend: Backend,
+        role: Role,
+        handlers: list[HandlerEntry],
+        table: RequestTable,
+        max_message_size: int,
+    ) -> None:
+        super().__init__(channel, backend, role, handlers, table)
+        self._framer = LineBuffer(max_message_size)
+        self._max_message_size = max_message_size
+        self._dispatch_task: object = None
+
+    async def _read_loop(self) -> bool:
+        """Read and dispatch until EOF (returns True) or a failure (False)."""
+        self._dispatch_task = self._backend.current_task()
+        channel = self._channel
+        framer = self._framer
+        receive = self._receive
+        try:
+            while True:
+                self._flush()
+                try:
+                    data = await channel.receive()
+                except ChannelError as exc:
+                    during = " during outgoing drain" if self._drain_scope is not None else ""
+                    self._fail(Error.internal_error(f"transport read failed{during}: {exc}"))
+                    return False
+                if not data:
+                    break
+                if self._output_broken is not None and not self._closed.is_set():
+                    self._fail(self._output_broken)
+                    return False
+                lines = framer.feed(data)
+                channel.read_hint = framer.buffered
+                self._sync = True
+                try:
+                    for line in lines:
+                        pending = receive(line)
+                        if pending is not None:
+                            # Run the entry's first step here; only if it
+                            # suspends does anything need flushing first.
+                            aborted: BaseException | None = None
+                            try:
+                                yielded = pending.send(None)
+                            except StopIteration:
+                                pass
+                            except BaseException as exc:
+                                if not (is_abort(exc) or is_spurious_cancel(exc)):
+                                    raise
+                                aborted = exc
+                            else:
+                                self._sync = False
+                                self._flush()
+                                try:
+                                    aborted = await _resume(pending, yielded)
+                                finally:
+                                    self._sync = True
+                            if aborted is not None:
+                                if is_spurious_cancel(aborted):
+                                    log.error("a handler raised CancelledError", exc_info=aborted)
+                                    aborted = None
+                                    continue
+                                # A handler raised KeyboardInterrupt, SystemExit
+                                # or the like (its request was answered): stop
+                                # now, and let connect* raise it unwrapped
+                                # rather than as a task group's exception group.
+                                self._fail(aborted)
+                                return False
+                        if self._new_dynamic:
+                            await self._add_new_dynamic_handlers()
+                finally:
+                    self._sync = False
+            rest = framer.close()
+            if rest is not None:
+                pending = receive(rest)
+                if pending is not None:
+                    await pending
+            self._flush()
+        finally:
+            self._dispatch_task = None
+        return True
+
+    def _receive(self, line: bytes | OversizedLine) -> Coroutine[Any, Any, object] | None:
+        """Handle one line; returns a coroutine when handlers must run."""
+        if type(line) is not bytes:
+            self._receive_oversized(cast(OversizedLine, line))
+            return None
+        try:
+            envelope = _wire.decode_envelope(line)
+        except msgspec.ValidationError:
+            return self._receive_non_object(line)
+        except (msgspec.DecodeError, RecursionError):
+            # RecursionError: nested too deep to decode. Like serde_json's
+            # depth limit in the Rust SDK, that is a parse error.
+            self._receive_unparsable(line)
+            return None
+        # one call into the core per message
+        return self._take(classify_envelope(envelope), envelope, None)
+
+    def _take(
+        self, kind: int, entry: _wire.Envelope, batch: Batch | None
+    ) -> Coroutine[Any, Any, object] | None:
+        """The switch on an entry's kind, for lone messages and batch entries."""
+        if kind == RESULT_RESPONSE:
+            return self._receive_response(entry.id, SETTLED_OK, entry.result)
+        if kind == REQUEST:
+            return self._receive_request(entry.id, entry.method, entry.params, batch)
+        if kind == NOTIFICATION:
+            return self._receive_notification(entry.method, entry.params)
+        if kind == ERROR_RESPONSE:
+            return self._receive_response(entry.id, SETTLED_ERROR, Error.from_dict(entry.error))
+        if kind == INVALID_CALL:
+            line = _wire.encode_error(None, Error.invalid_request().to_dict())
+            if batch is None:
+                self._enqueue(line)
+            else:
+                batch.fill(batch.new_slot(), line)
+        else:
+            log.debug("dropped an invalid response-shaped message (id %.200r)", entry.id)
+        return None
+
+    def _receive_unparsable(self, line: bytes) -> None:
+        if not line.strip():
+            return  # whitespace between messages
+        text = line.decode("utf-8", "replace")
+        if len(text) > _LINE_ECHO:
+            text = text[:_LINE_ECHO] + f"... ({len(line)} bytes)"
+        self._enqueue(_wire.encode_error(None, Error.parse_error({"line": text}).to_dict()))
+
+    def _receive_oversized(self, line: OversizedLine) -> None:
+        # Too large to decode: answer what can be answered (bad input gets a
+        # clear error and loses nothing).
+        request_id, shape = scan_head(line.head)
+        data = {
+            "reason": "message_too_large",
+            "size": line.size,
+            "limit": self._max_message_size,
+        }
+        log.warning("refused a %d-byte message (limit %d)", line.size, self._max_message_size)
+        if shape == SHAPE_RESPONSE or (
+            shape != SHAPE_CALL and type(request_id) is int and self._table.pending(request_id)
+        ):
+            request = self._table.take_response(request_id)
+            if request is not None:
+                self._settle(
+                    request,
+                    SETTLED_ERROR,
+                    Error.internal_error({**data, "method": request.method}),
+                )
+            return
+        answer_id = None if request_id is MISSING else request_id
+        self._enqueue(_wire.encode_error(answer_id, Error.invalid_request(data).to_dict()))
+
+    def _receive_non_object(self, line: bytes) -> Coroutine[Any, Any, object] | None:
+        try:
+            value = _wire.loads(line)
+        except (msgspec.DecodeError, RecursionError):
+            # The envelope decoder refused a value that is JSON but not one we
+            # can read: a number out of range (1e400) or nesting too deep.
+            self._receive_unparsable(line)
+            return None
+        if type(value) is list and value:
+            return self._receive_batch(value)
+        self._enqueue(_wire.encode_error(None, Error.invalid_request().to_dict()))
+        return None
+
+    async def _receive_batch(self, entries: list[Any]) -> None:
+        batch = Batch(self._enqueue)
+        for entry in entries:
+            if type(entry) is not dict:
+                line = _wire.encode_error(None, Error.invalid_request().to_dict())
+                batch.fill(batch.new_slot(), line)
+                continue
+            params = entry.get("params", MISSING)
+            envelope = _wire.Envelope(
+                entry.get("jsonrpc", MISSING),
+                entry.get("id", MISSING),
+                entry.get("method", MISSING),
+                params,
+                entry.get("result", MISSING),
+                entry.get("error", MISSING),
+            )
+            kind = classify(
+                envelope.jsonrpc,
+                envelope.id,
+                envelope.method,
+                PARAMS_ABSENT if params is MISSING else params_head_of(params),
+                "result" in entry,
+                "error" in entry,
+            )
+            pending = self._take(kind, envelope, batch)
+            if pending is not None:
+                await pending
+            if self._new_dynamic:
+                await self._add_new_dynamic_handlers()
+        batch.dispatched = True
+        batch.send_if_complete()
