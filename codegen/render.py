@@ -52,6 +52,7 @@ _IMPORTS: Final = (
             "NestedTag",
             "ObjectUnion",
             "OpenUnion",
+            "Request",
             "UnionSpec",
             "UnknownVariant",
             "check_branches",
@@ -240,6 +241,11 @@ class Renderer:
             raise InputError(f"{name}: expected exactly one base, got {ast.unparse(node)[:80]}")
         bases += self.ir.union_bases.get(name, [])
         node.bases = [ast.Name(base) for base in bases]
+        role = self.roles.get(name)
+        if role is not None and role[0] == "request" and role[1].response:
+            # A request class names its result type in its base, so that
+            # ``cx.send_request(InitializeRequest(...))`` is typed by it.
+            node.bases[0] = ast.Subscript(ast.Name("Request"), ast.Name(role[1].response))
         keywords = [kw for kw in node.keywords if kw.arg == "kw_only"]
         if name in self.ir.tags:
             tag_field, tag = self.ir.tags[name]
@@ -258,7 +264,6 @@ class Renderer:
         node.body = body or [ast.Pass()]
         self._qualify_builtins(node)
         needs = set(bases)
-        role = self.roles.get(name)
         if role is not None and role[0] == "request" and role[1].response:
             needs.add(role[1].response)
         return _Definition(name, [node], needs)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import anyio
 import msgspec
@@ -61,6 +61,7 @@ from .outbox import HIGH_WATER
 from .requests import PreparedRequest, SentRequest
 
 if TYPE_CHECKING:
+    from ..schema._base import Request
     from .roles import Role
 
 __all__ = ("HIGH_WATER", "ConnectionTo", "DynamicHandlerGuard")
@@ -73,6 +74,7 @@ _COUNTERPART = PeerStyle.COUNTERPART
 _SUCCESSOR = PeerStyle.SUCCESSOR
 
 R = TypeVar("R")
+T = TypeVar("T")
 
 
 class ConnectionTo(Inbound, Generic[R]):
@@ -120,10 +122,23 @@ class ConnectionTo(Inbound, Generic[R]):
 
     # == public API =========================================================
 
+    @overload
+    def send_request(self, request: Request[T]) -> SentRequest[T]: ...
+    @overload
+    def send_request(self, request: UntypedMessage) -> SentRequest[Any]: ...
     def send_request(self, request: Any) -> SentRequest[Any]:
-        """Send ``request`` to the counterpart; returns the published handle."""
+        """Send ``request`` to the counterpart; returns the published handle.
+
+        The handle is typed by the request class's result type
+        (``SentRequest[v1.InitializeResponse]`` for a ``v1.InitializeRequest``);
+        an ``acp.UntypedMessage`` gives ``SentRequest[Any]``.
+        """
         return self.send_request_to(None, request)
 
+    @overload
+    def send_request_to(self, peer: Any, request: Request[T]) -> SentRequest[T]: ...
+    @overload
+    def send_request_to(self, peer: Any, request: UntypedMessage) -> SentRequest[Any]: ...
     def send_request_to(self, peer: Any, request: Any) -> SentRequest[Any]:
         """Send ``request`` to ``peer`` (proxies: ``acp.Client`` or ``acp.Agent``)."""
         outgoing, payload = self._prepare(peer, request)
@@ -132,10 +147,18 @@ class ConnectionTo(Inbound, Generic[R]):
             return SentRequest(self, outgoing, None)
         return SentRequest(self, outgoing, response_type_of(request))
 
+    @overload
+    def prepare_request(self, request: Request[T]) -> PreparedRequest[T]: ...
+    @overload
+    def prepare_request(self, request: UntypedMessage) -> PreparedRequest[Any]: ...
     def prepare_request(self, request: Any) -> PreparedRequest[Any]:
         """An id and the encoded request, published only when consumed."""
         return self.prepare_request_to(None, request)
 
+    @overload
+    def prepare_request_to(self, peer: Any, request: Request[T]) -> PreparedRequest[T]: ...
+    @overload
+    def prepare_request_to(self, peer: Any, request: UntypedMessage) -> PreparedRequest[Any]: ...
     def prepare_request_to(self, peer: Any, request: Any) -> PreparedRequest[Any]:
         outgoing, payload = self._prepare(peer, request)
         return PreparedRequest(self, outgoing, response_type_of(request), payload)

@@ -60,25 +60,49 @@ class Role:
     @classmethod
     def builder(cls) -> Builder[Any]:
         """A connection builder for this role."""
-        from .builder import Builder
-
-        return Builder(cls())
+        return _builder(cls())
 
     async def default_dispatch(self, dispatch: Any, cx: ConnectionTo[Any]) -> Any:
         """What happens to a message no handler claimed: by default, nothing."""
         return NOT_HANDLED
 
 
+# Each role's builder is typed by its counterpart, so that handlers and
+# ``connect`` blocks get a ``ConnectionTo[Agent]`` on the client side and a
+# ``ConnectionTo[Client]`` on the agent side.
+
+
 class UntypedRole(Role):
     """A plain JSON-RPC endpoint talking to another one."""
+
+    @classmethod
+    def builder(cls) -> Builder[UntypedRole]:
+        """A connection builder for a plain JSON-RPC endpoint."""
+        return _builder(cls())
 
 
 class Client(Role):
     """An editor-side endpoint: its counterpart is an agent."""
 
+    @classmethod
+    def builder(cls) -> Builder[Agent]:
+        """A connection builder for a client; its connection is to an agent."""
+        return _builder(cls())
+
 
 class Agent(Role):
     """An agent-side endpoint: its counterpart is a client."""
+
+    @classmethod
+    def builder(cls) -> Builder[Client]:
+        """A connection builder for an agent; its connection is to a client."""
+        return _builder(cls())
+
+
+def _builder(role: Role) -> Builder[Any]:
+    from .builder import Builder
+
+    return Builder(role)
 
 
 class Proxy(Role):

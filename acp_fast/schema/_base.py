@@ -7,7 +7,7 @@ How the pieces are used to decode is described in ``acp_fast.schema._codec``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Final, NamedTuple
+from typing import Any, ClassVar, Final, Generic, NamedTuple, TypeVar
 
 import msgspec
 
@@ -18,6 +18,7 @@ __all__ = (
     "NestedTag",
     "ObjectUnion",
     "OpenUnion",
+    "Request",
     "SchemaError",
     "UnionSpec",
     "UnknownVariant",
@@ -31,6 +32,19 @@ class Base(msgspec.Struct, omit_defaults=True, kw_only=True, repr_omit_defaults=
     Optional fields default to ``msgspec.UNSET`` and ``omit_defaults`` leaves them out
     when encoding, so a decoded message re-encodes to what the peer sent: omitted stays
     omitted, ``null`` stays ``null``.  No field has another default.
+    """
+
+
+ResponseT = TypeVar("ResponseT")
+
+
+class Request(Base, Generic[ResponseT], kw_only=True):
+    """Base of every generated request class; ``ResponseT`` is its result type.
+
+    The parameter exists for type checkers only: ``cx.send_request(r)`` for an
+    ``r`` of a ``Request[InitializeResponse]`` class is a
+    ``SentRequest[InitializeResponse]``. At run time the class's ``RESPONSE``
+    attribute names the same type, for decoding.
     """
 
 

@@ -23,6 +23,7 @@ from acp_fast.schema._base import (
     MethodInfo,
     ObjectUnion,
     OpenUnion,
+    Request,
     UnionSpec,
     UnknownVariant,
     check_branches,
@@ -960,7 +961,7 @@ class CompleteElicitationNotification(Base, kw_only=True):
 ExtNotification: TypeAlias = Any
 
 
-class InitializeRequest(Base, kw_only=True):
+class InitializeRequest(Request[InitializeResponse], kw_only=True):
     """Params of the ``initialize`` request (handled by the agent); the result is
     ``InitializeResponse``.
     """
@@ -1026,7 +1027,7 @@ class ElicitationUrlCapabilities(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class AuthenticateRequest(Base, kw_only=True):
+class AuthenticateRequest(Request[AuthenticateResponse], kw_only=True):
     """Params of the ``authenticate`` request (handled by the agent); the result is
     ``AuthenticateResponse``.
     """
@@ -1038,7 +1039,7 @@ class AuthenticateRequest(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class LogoutRequest(Base, kw_only=True):
+class LogoutRequest(Request[LogoutResponse], kw_only=True):
     """Params of the ``logout`` request (handled by the agent); the result is
     ``LogoutResponse``.
     """
@@ -1049,7 +1050,7 @@ class LogoutRequest(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class NewSessionRequest(Base, kw_only=True):
+class NewSessionRequest(Request[NewSessionResponse], kw_only=True):
     """Params of the ``session/new`` request (handled by the agent); the result is
     ``NewSessionResponse``.
     """
@@ -1102,7 +1103,7 @@ class McpServerStdio(Base, McpServer, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class LoadSessionRequest(Base, kw_only=True):
+class LoadSessionRequest(Request[LoadSessionResponse], kw_only=True):
     """Params of the ``session/load`` request (handled by the agent); the result is
     ``LoadSessionResponse``.
     """
@@ -1119,7 +1120,7 @@ class LoadSessionRequest(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class ListSessionsRequest(Base, kw_only=True):
+class ListSessionsRequest(Request[ListSessionsResponse], kw_only=True):
     """Params of the ``session/list`` request (handled by the agent); the result is
     ``ListSessionsResponse``.
     """
@@ -1132,7 +1133,7 @@ class ListSessionsRequest(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class DeleteSessionRequest(Base, kw_only=True):
+class DeleteSessionRequest(Request[DeleteSessionResponse], kw_only=True):
     """Params of the ``session/delete`` request (handled by the agent); the result is
     ``DeleteSessionResponse``.
     """
@@ -1144,7 +1145,7 @@ class DeleteSessionRequest(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class ResumeSessionRequest(Base, kw_only=True):
+class ResumeSessionRequest(Request[ResumeSessionResponse], kw_only=True):
     """Params of the ``session/resume`` request (handled by the agent); the result is
     ``ResumeSessionResponse``.
     """
@@ -1161,7 +1162,7 @@ class ResumeSessionRequest(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class CloseSessionRequest(Base, kw_only=True):
+class CloseSessionRequest(Request[CloseSessionResponse], kw_only=True):
     """Params of the ``session/close`` request (handled by the agent); the result is
     ``CloseSessionResponse``.
     """
@@ -1173,7 +1174,7 @@ class CloseSessionRequest(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class SetSessionModeRequest(Base, kw_only=True):
+class SetSessionModeRequest(Request[SetSessionModeResponse], kw_only=True):
     """Params of the ``session/set_mode`` request (handled by the agent); the result is
     ``SetSessionModeResponse``.
     """
@@ -1226,7 +1227,7 @@ class SetSessionConfigOptionRequestValueId(Base, SetSessionConfigOptionRequest, 
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class PromptRequest(Base, kw_only=True):
+class PromptRequest(Request[PromptResponse], kw_only=True):
     """Params of the ``session/prompt`` request (handled by the agent); the result is
     ``PromptResponse``.
     """
@@ -1247,7 +1248,7 @@ class WriteTextFileResponse(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class WriteTextFileRequest(Base, kw_only=True):
+class WriteTextFileRequest(Request[WriteTextFileResponse], kw_only=True):
     """Params of the ``fs/write_text_file`` request (handled by the client); the result is
     ``WriteTextFileResponse``.
     """
@@ -1270,7 +1271,7 @@ class ReadTextFileResponse(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class ReadTextFileRequest(Base, kw_only=True):
+class ReadTextFileRequest(Request[ReadTextFileResponse], kw_only=True):
     """Params of the ``fs/read_text_file`` request (handled by the client); the result is
     ``ReadTextFileResponse``.
     """
@@ -1294,7 +1295,7 @@ class RequestPermissionResponse(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class RequestPermissionRequest(Base, kw_only=True):
+class RequestPermissionRequest(Request[RequestPermissionResponse], kw_only=True):
     """Params of the ``session/request_permission`` request (handled by the client); the result
     is ``RequestPermissionResponse``.
     """
@@ -1337,7 +1338,7 @@ class CreateTerminalResponse(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class CreateTerminalRequest(Base, kw_only=True):
+class CreateTerminalRequest(Request[CreateTerminalResponse], kw_only=True):
     """Params of the ``terminal/create`` request (handled by the client); the result is
     ``CreateTerminalResponse``.
     """
@@ -1367,7 +1368,7 @@ class TerminalOutputResponse(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class TerminalOutputRequest(Base, kw_only=True):
+class TerminalOutputRequest(Request[TerminalOutputResponse], kw_only=True):
     """Params of the ``terminal/output`` request (handled by the client); the result is
     ``TerminalOutputResponse``.
     """
@@ -1394,7 +1395,7 @@ class ReleaseTerminalResponse(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class ReleaseTerminalRequest(Base, kw_only=True):
+class ReleaseTerminalRequest(Request[ReleaseTerminalResponse], kw_only=True):
     """Params of the ``terminal/release`` request (handled by the client); the result is
     ``ReleaseTerminalResponse``.
     """
@@ -1417,7 +1418,7 @@ class WaitForTerminalExitResponse(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class WaitForTerminalExitRequest(Base, kw_only=True):
+class WaitForTerminalExitRequest(Request[WaitForTerminalExitResponse], kw_only=True):
     """Params of the ``terminal/wait_for_exit`` request (handled by the client); the result is
     ``WaitForTerminalExitResponse``.
     """
@@ -1438,7 +1439,7 @@ class KillTerminalResponse(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class KillTerminalRequest(Base, kw_only=True):
+class KillTerminalRequest(Request[KillTerminalResponse], kw_only=True):
     """Params of the ``terminal/kill`` request (handled by the client); the result is
     ``KillTerminalResponse``.
     """

@@ -23,6 +23,7 @@ from acp_fast.schema._base import (
     MethodInfo,
     ObjectUnion,
     OpenUnion,
+    Request,
     UnionSpec,
     UnknownVariant,
     check_branches,
@@ -1063,7 +1064,7 @@ ExtResponse: TypeAlias = Any
 MessageMcpResponse: TypeAlias = Any
 
 
-class MessageMcpRequest(Base, kw_only=True):
+class MessageMcpRequest(Request[MessageMcpResponse], kw_only=True):
     """Params of the ``mcp/message`` request (handled by either side); the result is
     ``MessageMcpResponse``.
     """
@@ -1397,7 +1398,7 @@ class MessageMcpNotification(Base, kw_only=True):
 ExtNotification: TypeAlias = Any
 
 
-class InitializeRequest(Base, kw_only=True):
+class InitializeRequest(Request[InitializeResponse], kw_only=True):
     """Params of the ``initialize`` request (handled by the agent); the result is
     ``InitializeResponse``.
     """
@@ -1498,7 +1499,7 @@ class NesSearchAndReplaceCapabilities(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class AuthenticateRequest(Base, kw_only=True):
+class AuthenticateRequest(Request[AuthenticateResponse], kw_only=True):
     """Params of the ``authenticate`` request (handled by the agent); the result is
     ``AuthenticateResponse``.
     """
@@ -1510,7 +1511,7 @@ class AuthenticateRequest(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class ListProvidersRequest(Base, kw_only=True):
+class ListProvidersRequest(Request[ListProvidersResponse], kw_only=True):
     """Params of the ``providers/list`` request (handled by the agent); the result is
     ``ListProvidersResponse``.
     """
@@ -1521,7 +1522,7 @@ class ListProvidersRequest(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class SetProviderRequest(Base, kw_only=True):
+class SetProviderRequest(Request[SetProviderResponse], kw_only=True):
     """Params of the ``providers/set`` request (handled by the agent); the result is
     ``SetProviderResponse``.
     """
@@ -1536,7 +1537,7 @@ class SetProviderRequest(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class DisableProviderRequest(Base, kw_only=True):
+class DisableProviderRequest(Request[DisableProviderResponse], kw_only=True):
     """Params of the ``providers/disable`` request (handled by the agent); the result is
     ``DisableProviderResponse``.
     """
@@ -1548,7 +1549,7 @@ class DisableProviderRequest(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class LogoutRequest(Base, kw_only=True):
+class LogoutRequest(Request[LogoutResponse], kw_only=True):
     """Params of the ``logout`` request (handled by the agent); the result is
     ``LogoutResponse``.
     """
@@ -1559,7 +1560,7 @@ class LogoutRequest(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class NewSessionRequest(Base, kw_only=True):
+class NewSessionRequest(Request[NewSessionResponse], kw_only=True):
     """Params of the ``session/new`` request (handled by the agent); the result is
     ``NewSessionResponse``.
     """
@@ -1621,7 +1622,7 @@ class McpServerStdio(Base, McpServer, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class LoadSessionRequest(Base, kw_only=True):
+class LoadSessionRequest(Request[LoadSessionResponse], kw_only=True):
     """Params of the ``session/load`` request (handled by the agent); the result is
     ``LoadSessionResponse``.
     """
@@ -1638,7 +1639,7 @@ class LoadSessionRequest(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class ListSessionsRequest(Base, kw_only=True):
+class ListSessionsRequest(Request[ListSessionsResponse], kw_only=True):
     """Params of the ``session/list`` request (handled by the agent); the result is
     ``ListSessionsResponse``.
     """
@@ -1651,7 +1652,7 @@ class ListSessionsRequest(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class DeleteSessionRequest(Base, kw_only=True):
+class DeleteSessionRequest(Request[DeleteSessionResponse], kw_only=True):
     """Params of the ``session/delete`` request (handled by the agent); the result is
     ``DeleteSessionResponse``.
     """
@@ -1663,7 +1664,7 @@ class DeleteSessionRequest(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class ForkSessionRequest(Base, kw_only=True):
+class ForkSessionRequest(Request[ForkSessionResponse], kw_only=True):
     """Params of the ``session/fork`` request (handled by the agent); the result is
     ``ForkSessionResponse``.
     """
@@ -1680,7 +1681,7 @@ class ForkSessionRequest(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class ResumeSessionRequest(Base, kw_only=True):
+class ResumeSessionRequest(Request[ResumeSessionResponse], kw_only=True):
     """Params of the ``session/resume`` request (handled by the agent); the result is
     ``ResumeSessionResponse``.
     """
@@ -1697,7 +1698,7 @@ class ResumeSessionRequest(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class CloseSessionRequest(Base, kw_only=True):
+class CloseSessionRequest(Request[CloseSessionResponse], kw_only=True):
     """Params of the ``session/close`` request (handled by the agent); the result is
     ``CloseSessionResponse``.
     """
@@ -1709,7 +1710,7 @@ class CloseSessionRequest(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class SetSessionModeRequest(Base, kw_only=True):
+class SetSessionModeRequest(Request[SetSessionModeResponse], kw_only=True):
     """Params of the ``session/set_mode`` request (handled by the agent); the result is
     ``SetSessionModeResponse``.
     """
@@ -1762,7 +1763,7 @@ class SetSessionConfigOptionRequestValueId(Base, SetSessionConfigOptionRequest, 
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class PromptRequest(Base, kw_only=True):
+class PromptRequest(Request[PromptResponse], kw_only=True):
     """Params of the ``session/prompt`` request (handled by the agent); the result is
     ``PromptResponse``.
     """
@@ -1775,7 +1776,7 @@ class PromptRequest(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class StartNesRequest(Base, kw_only=True):
+class StartNesRequest(Request[StartNesResponse], kw_only=True):
     """Params of the ``nes/start`` request (handled by the agent); the result is
     ``StartNesResponse``.
     """
@@ -1804,7 +1805,7 @@ class NesRepository(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class SuggestNesRequest(Base, kw_only=True):
+class SuggestNesRequest(Request[SuggestNesResponse], kw_only=True):
     """Params of the ``nes/suggest`` request (handled by the agent); the result is
     ``SuggestNesResponse``.
     """
@@ -1894,7 +1895,7 @@ class NesDiagnostic(Base, kw_only=True):
 NesDiagnosticSeverity: TypeAlias = Literal["error", "warning", "information", "hint"]
 
 
-class CloseNesRequest(Base, kw_only=True):
+class CloseNesRequest(Request[CloseNesResponse], kw_only=True):
     """Params of the ``nes/close`` request (handled by the agent); the result is
     ``CloseNesResponse``.
     """
@@ -1914,7 +1915,7 @@ class WriteTextFileResponse(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class WriteTextFileRequest(Base, kw_only=True):
+class WriteTextFileRequest(Request[WriteTextFileResponse], kw_only=True):
     """Params of the ``fs/write_text_file`` request (handled by the client); the result is
     ``WriteTextFileResponse``.
     """
@@ -1937,7 +1938,7 @@ class ReadTextFileResponse(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class ReadTextFileRequest(Base, kw_only=True):
+class ReadTextFileRequest(Request[ReadTextFileResponse], kw_only=True):
     """Params of the ``fs/read_text_file`` request (handled by the client); the result is
     ``ReadTextFileResponse``.
     """
@@ -1961,7 +1962,7 @@ class RequestPermissionResponse(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class RequestPermissionRequest(Base, kw_only=True):
+class RequestPermissionRequest(Request[RequestPermissionResponse], kw_only=True):
     """Params of the ``session/request_permission`` request (handled by the client); the result
     is ``RequestPermissionResponse``.
     """
@@ -2004,7 +2005,7 @@ class CreateTerminalResponse(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class CreateTerminalRequest(Base, kw_only=True):
+class CreateTerminalRequest(Request[CreateTerminalResponse], kw_only=True):
     """Params of the ``terminal/create`` request (handled by the client); the result is
     ``CreateTerminalResponse``.
     """
@@ -2034,7 +2035,7 @@ class TerminalOutputResponse(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class TerminalOutputRequest(Base, kw_only=True):
+class TerminalOutputRequest(Request[TerminalOutputResponse], kw_only=True):
     """Params of the ``terminal/output`` request (handled by the client); the result is
     ``TerminalOutputResponse``.
     """
@@ -2061,7 +2062,7 @@ class ReleaseTerminalResponse(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class ReleaseTerminalRequest(Base, kw_only=True):
+class ReleaseTerminalRequest(Request[ReleaseTerminalResponse], kw_only=True):
     """Params of the ``terminal/release`` request (handled by the client); the result is
     ``ReleaseTerminalResponse``.
     """
@@ -2084,7 +2085,7 @@ class WaitForTerminalExitResponse(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class WaitForTerminalExitRequest(Base, kw_only=True):
+class WaitForTerminalExitRequest(Request[WaitForTerminalExitResponse], kw_only=True):
     """Params of the ``terminal/wait_for_exit`` request (handled by the client); the result is
     ``WaitForTerminalExitResponse``.
     """
@@ -2105,7 +2106,7 @@ class KillTerminalResponse(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class KillTerminalRequest(Base, kw_only=True):
+class KillTerminalRequest(Request[KillTerminalResponse], kw_only=True):
     """Params of the ``terminal/kill`` request (handled by the client); the result is
     ``KillTerminalResponse``.
     """
@@ -2230,7 +2231,7 @@ class ConnectMcpResponse(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class ConnectMcpRequest(Base, kw_only=True):
+class ConnectMcpRequest(Request[ConnectMcpResponse], kw_only=True):
     """Params of the ``mcp/connect`` request (handled by the client); the result is
     ``ConnectMcpResponse``.
     """
@@ -2250,7 +2251,7 @@ class DisconnectMcpResponse(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class DisconnectMcpRequest(Base, kw_only=True):
+class DisconnectMcpRequest(Request[DisconnectMcpResponse], kw_only=True):
     """Params of the ``mcp/disconnect`` request (handled by the client); the result is
     ``DisconnectMcpResponse``.
     """

@@ -24,6 +24,7 @@ from acp_fast.schema._base import (
     NestedTag,
     ObjectUnion,
     OpenUnion,
+    Request,
     UnionSpec,
     UnknownVariant,
     check_branches,
@@ -1285,7 +1286,7 @@ class CompleteElicitationNotification(Base, kw_only=True):
 ExtNotification: TypeAlias = Any
 
 
-class InitializeRequest(Base, kw_only=True):
+class InitializeRequest(Request[InitializeResponse], kw_only=True):
     """Params of the ``initialize`` request (handled by the agent); the result is
     ``InitializeResponse``.
     """
@@ -1328,7 +1329,7 @@ class ElicitationUrlCapabilities(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class LoginAuthRequest(Base, kw_only=True):
+class LoginAuthRequest(Request[LoginAuthResponse], kw_only=True):
     """Params of the ``auth/login`` request (handled by the agent); the result is
     ``LoginAuthResponse``.
     """
@@ -1340,7 +1341,7 @@ class LoginAuthRequest(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class LogoutAuthRequest(Base, kw_only=True):
+class LogoutAuthRequest(Request[LogoutAuthResponse], kw_only=True):
     """Params of the ``auth/logout`` request (handled by the agent); the result is
     ``LogoutAuthResponse``.
     """
@@ -1351,7 +1352,7 @@ class LogoutAuthRequest(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class NewSessionRequest(Base, kw_only=True):
+class NewSessionRequest(Request[NewSessionResponse], kw_only=True):
     """Params of the ``session/new`` request (handled by the agent); the result is
     ``NewSessionResponse``.
     """
@@ -1394,7 +1395,7 @@ else:
     McpServer = Annotated[McpServerHttp | McpServerStdio, OpenUnion("type")]
 
 
-class ListSessionsRequest(Base, kw_only=True):
+class ListSessionsRequest(Request[ListSessionsResponse], kw_only=True):
     """Params of the ``session/list`` request (handled by the agent); the result is
     ``ListSessionsResponse``.
     """
@@ -1407,7 +1408,7 @@ class ListSessionsRequest(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class DeleteSessionRequest(Base, kw_only=True):
+class DeleteSessionRequest(Request[DeleteSessionResponse], kw_only=True):
     """Params of the ``session/delete`` request (handled by the agent); the result is
     ``DeleteSessionResponse``.
     """
@@ -1419,7 +1420,7 @@ class DeleteSessionRequest(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class ResumeSessionRequest(Base, kw_only=True):
+class ResumeSessionRequest(Request[ResumeSessionResponse], kw_only=True):
     """Params of the ``session/resume`` request (handled by the agent); the result is
     ``ResumeSessionResponse``.
     """
@@ -1455,7 +1456,7 @@ else:
     ReplayFrom = Annotated[ReplayFromStart, OpenUnion("type", ReplayFromOther)]
 
 
-class CloseSessionRequest(Base, kw_only=True):
+class CloseSessionRequest(Request[CloseSessionResponse], kw_only=True):
     """Params of the ``session/close`` request (handled by the agent); the result is
     ``CloseSessionResponse``.
     """
@@ -1520,7 +1521,7 @@ class SetSessionConfigOptionRequestBoolean(
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class PromptRequest(Base, kw_only=True):
+class PromptRequest(Request[PromptResponse], kw_only=True):
     """Params of the ``session/prompt`` request (handled by the agent); the result is
     ``PromptResponse``.
     """
@@ -1542,7 +1543,7 @@ class RequestPermissionResponse(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class RequestPermissionRequest(Base, kw_only=True):
+class RequestPermissionRequest(Request[RequestPermissionResponse], kw_only=True):
     """Params of the ``session/request_permission`` request (handled by the client); the result
     is ``RequestPermissionResponse``.
     """

@@ -24,6 +24,7 @@ from acp_fast.schema._base import (
     NestedTag,
     ObjectUnion,
     OpenUnion,
+    Request,
     UnionSpec,
     UnknownVariant,
     check_branches,
@@ -1219,7 +1220,7 @@ ExtResponse: TypeAlias = Any
 MessageMcpResponse: TypeAlias = Any
 
 
-class MessageMcpRequest(Base, kw_only=True):
+class MessageMcpRequest(Request[MessageMcpResponse], kw_only=True):
     """Params of the ``mcp/message`` request (handled by either side); the result is
     ``MessageMcpResponse``.
     """
@@ -1721,7 +1722,7 @@ class MessageMcpNotification(Base, kw_only=True):
 ExtNotification: TypeAlias = Any
 
 
-class InitializeRequest(Base, kw_only=True):
+class InitializeRequest(Request[InitializeResponse], kw_only=True):
     """Params of the ``initialize`` request (handled by the agent); the result is
     ``InitializeResponse``.
     """
@@ -1789,7 +1790,7 @@ class NesSearchAndReplaceCapabilities(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class LoginAuthRequest(Base, kw_only=True):
+class LoginAuthRequest(Request[LoginAuthResponse], kw_only=True):
     """Params of the ``auth/login`` request (handled by the agent); the result is
     ``LoginAuthResponse``.
     """
@@ -1801,7 +1802,7 @@ class LoginAuthRequest(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class ListProvidersRequest(Base, kw_only=True):
+class ListProvidersRequest(Request[ListProvidersResponse], kw_only=True):
     """Params of the ``providers/list`` request (handled by the agent); the result is
     ``ListProvidersResponse``.
     """
@@ -1812,7 +1813,7 @@ class ListProvidersRequest(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class SetProviderRequest(Base, kw_only=True):
+class SetProviderRequest(Request[SetProviderResponse], kw_only=True):
     """Params of the ``providers/set`` request (handled by the agent); the result is
     ``SetProviderResponse``.
     """
@@ -1827,7 +1828,7 @@ class SetProviderRequest(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class DisableProviderRequest(Base, kw_only=True):
+class DisableProviderRequest(Request[DisableProviderResponse], kw_only=True):
     """Params of the ``providers/disable`` request (handled by the agent); the result is
     ``DisableProviderResponse``.
     """
@@ -1839,7 +1840,7 @@ class DisableProviderRequest(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class LogoutAuthRequest(Base, kw_only=True):
+class LogoutAuthRequest(Request[LogoutAuthResponse], kw_only=True):
     """Params of the ``auth/logout`` request (handled by the agent); the result is
     ``LogoutAuthResponse``.
     """
@@ -1850,7 +1851,7 @@ class LogoutAuthRequest(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class NewSessionRequest(Base, kw_only=True):
+class NewSessionRequest(Request[NewSessionResponse], kw_only=True):
     """Params of the ``session/new`` request (handled by the agent); the result is
     ``NewSessionResponse``.
     """
@@ -1899,7 +1900,7 @@ else:
     McpServer = Annotated[McpServerHttp | McpServerAcp | McpServerStdio, OpenUnion("type")]
 
 
-class ListSessionsRequest(Base, kw_only=True):
+class ListSessionsRequest(Request[ListSessionsResponse], kw_only=True):
     """Params of the ``session/list`` request (handled by the agent); the result is
     ``ListSessionsResponse``.
     """
@@ -1912,7 +1913,7 @@ class ListSessionsRequest(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class DeleteSessionRequest(Base, kw_only=True):
+class DeleteSessionRequest(Request[DeleteSessionResponse], kw_only=True):
     """Params of the ``session/delete`` request (handled by the agent); the result is
     ``DeleteSessionResponse``.
     """
@@ -1924,7 +1925,7 @@ class DeleteSessionRequest(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class ForkSessionRequest(Base, kw_only=True):
+class ForkSessionRequest(Request[ForkSessionResponse], kw_only=True):
     """Params of the ``session/fork`` request (handled by the agent); the result is
     ``ForkSessionResponse``.
     """
@@ -1941,7 +1942,7 @@ class ForkSessionRequest(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class ResumeSessionRequest(Base, kw_only=True):
+class ResumeSessionRequest(Request[ResumeSessionResponse], kw_only=True):
     """Params of the ``session/resume`` request (handled by the agent); the result is
     ``ResumeSessionResponse``.
     """
@@ -1977,7 +1978,7 @@ else:
     ReplayFrom = Annotated[ReplayFromStart, OpenUnion("type", ReplayFromOther)]
 
 
-class CloseSessionRequest(Base, kw_only=True):
+class CloseSessionRequest(Request[CloseSessionResponse], kw_only=True):
     """Params of the ``session/close`` request (handled by the agent); the result is
     ``CloseSessionResponse``.
     """
@@ -2042,7 +2043,7 @@ class SetSessionConfigOptionRequestBoolean(
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class PromptRequest(Base, kw_only=True):
+class PromptRequest(Request[PromptResponse], kw_only=True):
     """Params of the ``session/prompt`` request (handled by the agent); the result is
     ``PromptResponse``.
     """
@@ -2055,7 +2056,7 @@ class PromptRequest(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class StartNesRequest(Base, kw_only=True):
+class StartNesRequest(Request[StartNesResponse], kw_only=True):
     """Params of the ``nes/start`` request (handled by the agent); the result is
     ``StartNesResponse``.
     """
@@ -2084,7 +2085,7 @@ class NesRepository(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class SuggestNesRequest(Base, kw_only=True):
+class SuggestNesRequest(Request[SuggestNesResponse], kw_only=True):
     """Params of the ``nes/suggest`` request (handled by the agent); the result is
     ``SuggestNesResponse``.
     """
@@ -2174,7 +2175,7 @@ class NesDiagnostic(Base, kw_only=True):
 NesDiagnosticSeverity: TypeAlias = Literal["error", "warning", "information", "hint"] | str
 
 
-class CloseNesRequest(Base, kw_only=True):
+class CloseNesRequest(Request[CloseNesResponse], kw_only=True):
     """Params of the ``nes/close`` request (handled by the agent); the result is
     ``CloseNesResponse``.
     """
@@ -2195,7 +2196,7 @@ class RequestPermissionResponse(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class RequestPermissionRequest(Base, kw_only=True):
+class RequestPermissionRequest(Request[RequestPermissionResponse], kw_only=True):
     """Params of the ``session/request_permission`` request (handled by the client); the result
     is ``RequestPermissionResponse``.
     """
@@ -2348,7 +2349,7 @@ class ConnectMcpResponse(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class ConnectMcpRequest(Base, kw_only=True):
+class ConnectMcpRequest(Request[ConnectMcpResponse], kw_only=True):
     """Params of the ``mcp/connect`` request (handled by the client); the result is
     ``ConnectMcpResponse``.
     """
@@ -2368,7 +2369,7 @@ class DisconnectMcpResponse(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class DisconnectMcpRequest(Base, kw_only=True):
+class DisconnectMcpRequest(Request[DisconnectMcpResponse], kw_only=True):
     """Params of the ``mcp/disconnect`` request (handled by the client); the result is
     ``DisconnectMcpResponse``.
     """

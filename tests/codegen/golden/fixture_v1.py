@@ -25,6 +25,7 @@ from acp_fast.schema._base import (
     NestedTag,
     ObjectUnion,
     OpenUnion,
+    Request,
     UnionSpec,
     UnknownVariant,
     check_branches,
@@ -46,7 +47,7 @@ class AddNoteResponse(Base, kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class AddNoteRequest(Base, kw_only=True):
+class AddNoteRequest(Request[AddNoteResponse], kw_only=True):
     """Params of the ``note/add`` request (handled by the agent); the result is
     ``AddNoteResponse``.
     """
