@@ -48,7 +48,7 @@ _MESSAGES = {
 }
 
 # data.reason of the error every pending request gets when the peer's output
-# ends (rust-sdk-semantics §1.3).
+# ends (docs/semantics.md §1.3).
 INCOMING_TRANSPORT_CLOSED = "incoming_transport_closed"
 
 

@@ -10,7 +10,7 @@ other.
 
 Measured over a few seconds, in one process over a socketpair: the resident
 memory growth (peak RSS against the RSS once both ends are connected) and how
-many notifications the agent got out by 1 s and by the end. Targets (issue 7):
+many notifications the agent got out by 1 s and by the end. Targets:
 growth ≤ 10 MiB, and the sender paced: far fewer than 20,000 sent, and no
 more sent after the first second than one read of the client's lets through.
 

@@ -2,7 +2,7 @@
 
 A measurement, not a speed test: it runs once per backend in a fresh process
 (so the memory baseline is its own), records the RSS growth and the sender's
-progress in ``extra_info``, and checks the targets of issue 7: memory grows
+progress in ``extra_info``, and checks its targets: memory grows
 by at most 10 MiB, and the sender is paced (it stops far short of 20,000,
 and sends nothing more after its first second while the handler sleeps).
 """

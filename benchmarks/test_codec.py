@@ -6,7 +6,7 @@ them. Decode is ``schema.decode(cls, raw)`` (what a typed handler gets);
 encode is the whole outgoing line as ``send_notification`` / ``send_request``
 builds it. The core is not involved; it is recorded anyway.
 
-Target (issue 7): typed decode of an agent_message_chunk within 1 µs.
+Target: typed decode of an agent_message_chunk within 1 µs.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
 * ``connected(server, client)``: two acp_fast connections joined in memory;
   yields the client's ``cx``.
 * ``simple(message)``, ``echo_server()``, ``CancelLog``: the conventions of the
-  reference scenarios (rust-sdk-semantics §6: requests use ``simple_method``
+  reference scenarios (docs/semantics.md §6: requests use ``simple_method``
   with ``{"message": ...}``, an echo handler answers
   ``{"result": "echo: <message>"}``, a barrier is a later round trip).
 

@@ -177,7 +177,7 @@ class Builder(Generic[R]):
         return self
 
     def with_handler(self, handler: HandlerEntry) -> Builder[R]:
-        """Add a prepared handler entry (see ``acp.handler``)."""
+        """Add a prepared ``acp.HandlerEntry`` (see ``HandlerEntry.create``)."""
         self._handlers.append(handler)
         return self
 

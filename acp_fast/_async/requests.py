@@ -12,7 +12,7 @@ rules of docs/semantics.md §3.2 and §3.7 in Python form:
 * ``cancel()`` does not consume: it sends the one ``$/cancel_request`` if the
   request is still armed, and the response (a value, or the peer's -32800)
   is still delivered to whoever consumes the handle.
-* Python forms of "dropping" (§7.5): cancelling the task that awaits the
+* Python forms of "dropping" (§7): cancelling the task that awaits the
   response sends the cancel (if still armed); garbage-collecting a handle that
   was never consumed sends it too, and warns, like a coroutine never awaited.
   ``detach()`` is the way to send and forget (a cancellation handle taken
@@ -414,7 +414,7 @@ class SentRequest(_Handle[T]):
                 await waiter
             except BaseException:
                 # The awaiting task was cancelled (cancel scope, timeout):
-                # abandoning the answer cancels the request, once (§7.5).
+                # abandoning the answer cancels the request, once (§7).
                 if request.consumer is waiter:
                     request.consumer = None
                 if request.take_armed():

@@ -238,7 +238,7 @@ async def pace(cx: ConnectionTo[Any]) -> None:
 
     Forwarding is a synchronous send per message; a forwarder that calls
     this after sending stops its own reading while the next hop is slow,
-    which bounds memory (DESIGN.md §5). Below the mark it costs nothing.
+    which bounds memory (docs/semantics.md §2.4). Below the mark it costs nothing.
     """
     await cx.drain()
 

@@ -50,7 +50,7 @@ class Missing:
 
 MISSING: Final = Missing()
 
-# What classify() says a decoded JSON value is (rust-sdk-semantics §1.1, §1.4).
+# What classify() says a decoded JSON value is (docs/semantics.md §1.1, §1.4).
 REQUEST: Final = 1  # method + id: dispatch, answer exactly once
 NOTIFICATION: Final = 2  # method, no id: dispatch, never answer
 RESULT_RESPONSE: Final = 3  # id + result: route to our pending request
@@ -68,7 +68,7 @@ SHAPE_CALL: Final = 1
 SHAPE_RESPONSE: Final = 2
 
 # The once-only cancellation flag of an outgoing request
-# (rust-sdk-semantics §3.3 C and §3.7: Unpublished -> Armed -> Disarmed).
+# (docs/semantics.md §3.3 C and §3.7: Unpublished -> Armed -> Disarmed).
 UNPUBLISHED: Final = 0
 ARMED: Final = 1
 DISARMED: Final = 2

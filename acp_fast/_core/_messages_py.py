@@ -1,6 +1,6 @@
 # JSON-RPC 2.0 message classification, as ACP peers must do it.
 #
-# The rules are those of rust-sdk-semantics §1.1, §1.4 and §1.5, stated once
+# The rules are those of docs/semantics.md §1.1, §1.4 and §1.5, stated once
 # here and nowhere else:
 #
 # * "jsonrpc" must be exactly "2.0".

@@ -2,7 +2,7 @@
 # response, and the requests the peer sent us, which its $/cancel_request
 # notifications may target.
 #
-# Outgoing requests (rust-sdk-semantics §3.3, §3.4, §3.7)
+# Outgoing requests (docs/semantics.md §3.3, §3.4, §3.7)
 # -------------------------------------------------------
 # Each OutgoingRequest holds two independent pieces of state:
 #
@@ -13,7 +13,7 @@
 #     (cancel(), a cancellation handle, a forwarded marker, an abandoned
 #     awaiter, garbage collection) goes through it, so at most one cancel is
 #     ever sent per request. The flag is taken *before* the send is attempted,
-#     so a failed send still spends the token (§7.3);
+#     so a failed send still spends the token (§7);
 #   - disarm() moves any state to DISARMED without sending: detach, a routed
 #     response, a local failure.
 # * the response slot, UNSETTLED until settle() fills it exactly once with the

@@ -43,7 +43,7 @@ class StreamChannel(Channel):
             # IncompleteRead, a custom stream's own exception) is a read error:
             # the connection fails with it as an acp.Error, never as a clean
             # EOF and never as a raw exception escaping its task group
-            # (docs/semantics.md §2.7, §7.7).
+            # (docs/semantics.md §2.7, §7).
             raise ChannelError(f"read failed: {exc!r}") from exc
 
     def _write_now(self, data: bytes | memoryview) -> int:

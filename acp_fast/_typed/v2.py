@@ -2,7 +2,7 @@
 
 What differs from v1, and what the SDK does about it:
 
-* **Initialization guard** (rust-sdk-semantics §1.6): until ``initialize``
+* **Initialization guard** (docs/semantics.md §1.6): until ``initialize``
   has succeeded, an agent answers other requests -32600 ("initialization
   must complete") and drops other notifications; a client refuses to send
   them (the same error, locally, nothing written). A second ``initialize``

@@ -4,7 +4,7 @@
 subprocesses, or in this process) and serves the whole chain to a client as
 one agent; ``acp-fast conductor --proxy CMD ... --agent CMD`` does the same on
 stdio. Requests travel hop by hop under each connection's own ids, and a
-cancellation is translated at every hop (rust-sdk-semantics §5.7).
+cancellation is translated at every hop (docs/semantics.md §5.7).
 
 ``ConductorToProxy`` is the role of the conductor's end of a link to one
 proxy, for building other conductors.

@@ -1,6 +1,6 @@
 """The conductor: a chain of proxies in front of an agent, as one agent.
 
-Structure (rust-sdk-semantics §5.7): one connection to the client (the
+Structure (docs/semantics.md §5.7): one connection to the client (the
 editor), on which the conductor is the agent; one connection per proxy, on
 which it is the proxy's conductor (role ``ConductorToProxy``); one connection
 to the agent, on which it is the client. Component *i* is proxy *i*, and

@@ -15,7 +15,7 @@ This one shows the three things a proxy usually does:
   stderr (the conductor passes a proxy's stderr through).
 
 Everything else, and the forwarding itself, is the default of ``acp.Proxy``
-(rust-sdk-semantics §5.6): requests go on one hop under a new id, so a
+(docs/semantics.md §5.6): requests go on one hop under a new id, so a
 cancelled prompt is cancelled at the agent with the agent's own id.
 """
 

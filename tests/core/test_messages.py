@@ -1,4 +1,4 @@
-"""Message classification (rust-sdk-semantics §1.1, §1.4) and oversized heads."""
+"""Message classification (docs/semantics.md §1.1, §1.4) and oversized heads."""
 
 from __future__ import annotations
 

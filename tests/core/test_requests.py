@@ -89,7 +89,7 @@ def test_opaque_slots_belong_to_the_caller(core):
 
 
 def test_registry_marks_and_removes_requests(core):
-    # rust-sdk-semantics §6.J #113
+    # docs/semantics.md §6.J #113
     table = core.RequestTable()
     incoming = table.register_incoming("req-1")
     assert table.is_current(incoming) and not incoming.cancelled
@@ -109,7 +109,7 @@ def test_unknown_ids_are_ignored(core):
 
 
 def test_reused_request_id_does_not_cross_wire_cancellation_state(core):
-    # rust-sdk-semantics §6.J #114
+    # docs/semantics.md §6.J #114
     table = core.RequestTable()
     older = table.register_incoming(7)
     newer = table.register_incoming(7)

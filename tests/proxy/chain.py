@@ -5,7 +5,7 @@ over an in-memory link and yields the client's ``cx``. Components may be
 builders (served in this process), transports (a ``RawPeer`` at the other
 end, for wire-exact checks) or argv lists.
 
-The agents and proxies of the scenarios follow rust-sdk-semantics §6: a
+The agents and proxies of the scenarios follow docs/semantics.md §6: a
 request ``simple_method`` with ``{"message": ...}`` is echoed, ``"park"``
 waits until cancelled and is then answered -32800, and "exactly one cancel"
 is asserted after a barrier round trip through the whole chain.

@@ -1,6 +1,6 @@
 """A pass-through test proxy: ``python proxy_script.py [asyncio|trio]``.
 
-Only the default forwarding of ``acp.Proxy`` (rust-sdk-semantics §5.6), plus a
+Only the default forwarding of ``acp.Proxy`` (docs/semantics.md §5.6), plus a
 line on stderr for each ``$/cancel_request`` it sees from either side, to
 show where cancellations travel.
 """

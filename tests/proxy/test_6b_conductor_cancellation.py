@@ -1,4 +1,4 @@
-"""rust-sdk-semantics §6.B: cancellation through the conductor, scenarios #22–#28.
+"""docs/semantics.md §6.B: cancellation through the conductor, scenarios #22–#28.
 
 Each test is named ``test_s<N>_<scenario>``. They run client ⇄ conductor ⇄
 [proxies] ⇄ agent, every component in this process (builders served over

@@ -1,4 +1,4 @@
-"""The conductor's routing and translation (rust-sdk-semantics §5.7), on the wire.
+"""The conductor's routing and translation (docs/semantics.md §5.7), on the wire.
 
 A conductor runs one proxy and an agent, both raw peers played by the test,
 and serves a raw client. Every test checks the exact lines each endpoint

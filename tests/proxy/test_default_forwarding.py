@@ -1,4 +1,4 @@
-"""The Proxy role's default forwarding (rust-sdk-semantics §5.6), on the wire.
+"""The Proxy role's default forwarding (docs/semantics.md §5.6), on the wire.
 
 A bare ``acp.Proxy.builder()`` faces a raw peer that plays its conductor:
 plain messages come from (and go to) the proxy's client side, and

@@ -3,7 +3,7 @@
 The official Python SDK ran every incoming message in a task of its own:
 20,000 notifications to a slow client became 18,360 concurrent handler
 tasks and +128 MiB (python-sdk-anchor §4). Here handlers run in the
-dispatch loop one at a time (DESIGN.md §5), so a handler that has not
+dispatch loop one at a time (docs/semantics.md §2.4), so a handler that has not
 returned stops the reading; the transport fills up; a sender that paces
 itself with ``await cx.drain()`` (as the typed helpers do) then waits. What
 is held anywhere is bounded by the pipe's capacity, the sender's high-water

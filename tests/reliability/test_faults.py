@@ -1,7 +1,7 @@
 """Faults: a peer that dies, a broken write side, handlers that raise anything,
 cancellation racing the answer.
 
-What must happen (rust-sdk-semantics §2.6, §2.7; decided here where the
+What must happen (docs/semantics.md §2.6, §2.7; decided here where the
 reference has no equivalent):
 
 * **The peer dies** (process killed, both pipe ends gone): a clean EOF. Every

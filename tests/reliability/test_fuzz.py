@@ -1,7 +1,7 @@
 """Property-based fuzzing of the framer, the classifier and the dispatcher.
 
 Each property is checked on both cores (compiled and pure) against an
-oracle written here from the specification (rust-sdk-semantics §1.1,
+oracle written here from the specification (docs/semantics.md §1.1,
 §1.4, §1.5), not from the code, and the two cores must agree byte for byte.
 The dispatcher runs in two ways: the loop-free driver of ``fuzz/driver.py``
 (many examples, fast) and a real connection on asyncio and trio (fewer),

@@ -1,7 +1,7 @@
 """Malformed input: every line of a corpus gets its exact reply, or none.
 
 Each case is one or more raw lines a peer writes, and the exact JSON values
-the connection must write back (rust-sdk-semantics §1.1, §1.3–§1.5; the
+the connection must write back (docs/semantics.md §1.1, §1.3–§1.5; the
 official Python SDK's failures are in python-sdk-anchor §4). After each
 case the peer asks a normal request, and its answer must come next: nothing
 more was written, the connection is alive, and later input is served.
@@ -11,7 +11,7 @@ Decisions this corpus pins down where the reference leaves room:
 * JSON that our decoder cannot read although it is well-formed (a number out
   of range such as ``1e400``, nesting deeper than the decoder follows) is a
   parse error, -32700 with ``data.line``, as serde_json reports it to the
-  Rust SDK. Before issue 8 each of these ended the connection.
+  Rust SDK. Each of these once ended the connection.
 * Invalid UTF-8 inside a string the envelope decoder reads (method, id) makes
   the line unparsable (-32700). Inside params, the envelope is still read, so
   the request is answered by its id: a typed handler gets -32602 (the params

@@ -1,4 +1,4 @@
-"""rust-sdk-semantics §6.A: request cancellation scenarios #1–#21.
+"""docs/semantics.md §6.A: request cancellation scenarios #1–#21.
 
 Each test is named ``test_s<N>_<scenario>`` after the checklist entry it
 ports. "Exactly one cancel" is always checked after a barrier (a later round

@@ -1,4 +1,4 @@
-"""rust-sdk-semantics §6.C: unhandled messages, scenarios #29–#33.
+"""docs/semantics.md §6.C: unhandled messages, scenarios #29–#33.
 
 Each test is named ``test_s<N>_<scenario>`` after the checklist entry it
 ports. "Nothing precedes it" checks rely on FIFO output and sequential

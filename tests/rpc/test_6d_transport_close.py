@@ -1,4 +1,4 @@
-"""rust-sdk-semantics §6.D: transport close and the EOF sequence, #35–#65.
+"""docs/semantics.md §6.D: transport close and the EOF sequence, #35–#65.
 
 Each test is named ``test_s<N>_<scenario>`` after the checklist entry it
 ports (#34 is a Rust type-system check and has no Python counterpart).

@@ -1,4 +1,4 @@
-"""rust-sdk-semantics §6.E: error handling, scenarios #66–#76.
+"""docs/semantics.md §6.E: error handling, scenarios #66–#76.
 
 Each test is named ``test_s<N>_<scenario>`` after the checklist entry it
 ports. Wire-level expectations are checked on the exact bytes where the

@@ -1,4 +1,4 @@
-"""rust-sdk-semantics §6.F: edge cases, scenarios #77–#82.
+"""docs/semantics.md §6.F: edge cases, scenarios #77–#82.
 
 Each test is named ``test_s<N>_<scenario>`` after the checklist entry it
 ports. "Building or parsing" a message in the Rust SDK maps to two things

@@ -1,4 +1,4 @@
-"""rust-sdk-semantics §6.I (#96–#106): the ordering barrier and JSON-RPC batches (§1.5, §2.4)."""
+"""docs/semantics.md §6.I (#96–#106): the ordering barrier and JSON-RPC batches (§1.5, §2.4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""rust-sdk-semantics §6.K: prepared requests, publication, cancellation handles.
+"""docs/semantics.md §6.K: prepared requests, publication, cancellation handles.
 
 #115–#119 are the integration scenarios; the ``test_unit_*`` tests port the
 one-line unit checks listed after them. The test plays the peer on the raw

@@ -1,4 +1,4 @@
-"""Incoming cancellation: the registry and the markers (rust-sdk-semantics §4).
+"""Incoming cancellation: the registry and the markers (docs/semantics.md §4).
 
 The raw peer sends requests and ``$/cancel_request`` notifications; handlers
 on the connection under test observe their ``responder.cancellation()``.

@@ -1,4 +1,4 @@
-"""Outgoing cancellation in its Python forms (DESIGN.md §4, rust-sdk-semantics §3, §7.5).
+"""Outgoing cancellation in its Python forms (docs/semantics.md §3, §7).
 
 The peer is played on the raw wire, so "exactly one cancel, after its
 request" is checked against what was actually written.

@@ -7,7 +7,7 @@ Samples live in ``samples/<major>/<method>.json``::
                 "unstable": true,            # only in the *_unstable module
                 "kind": "request"}]}         # only for methods that are both
 
-The upstream schemas (``../shared/acp-schema`` next to the repository, or
+The upstream schemas (a ``shared/acp-schema`` folder beside the repository, or
 ``$ACP_UPSTREAM_SCHEMA``) are the reference every sample is validated against.
 """
 
