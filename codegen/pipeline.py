@@ -6,7 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from codegen import generate, load, preprocess, render
+from codegen import class_api, generate, load, preprocess, render
+from codegen.formatting import ruff_format
+from codegen.ir import ModuleIR
 
 #: Repository root (``codegen/`` lives in it).
 ROOT: Final = Path(__file__).resolve().parent.parent
@@ -41,14 +43,28 @@ TARGETS: Final = (
 
 def build_module(inp: load.SchemaInput) -> str:
     """Schema in, module text out: preprocess → datamodel-code-generator → render."""
+    return _build(inp)[0]
+
+
+def _build(inp: load.SchemaInput) -> tuple[str, ModuleIR]:
     prepared = preprocess.preprocess(inp)
-    return render.render(prepared, generate.run(prepared.schema))
+    return render.render(prepared, generate.run(prepared.schema)), prepared.ir
 
 
 def build(schema_dir: Path = SCHEMA_DIR, targets: tuple[Target, ...] = TARGETS) -> dict[Path, str]:
-    """Every target's text, keyed by its path relative to the repository root."""
+    """Every target's text, keyed by its path relative to the repository root.
+
+    With every target built, the class API's method module comes too (it is
+    made from the method lists of all four).
+    """
     out = {}
+    irs: dict[Target, ModuleIR] = {}
     for target in targets:
         inp = load.load(schema_dir, target.major, unstable=target.unstable, fallback_dir=SCHEMA_DIR)
-        out[target.path] = build_module(inp)
+        out[target.path], irs[target] = _build(inp)
+    if set(TARGETS) <= set(irs):
+        stable = {t.major: ir for t, ir in irs.items() if not t.unstable}
+        unstable = {t.major: ir for t, ir in irs.items() if t.unstable}
+        class_api.check_names()
+        out[Path(class_api.PATH)] = ruff_format(class_api.render(stable, unstable))
     return out

@@ -41,7 +41,7 @@ from .._errors import Error
 from .._transports import Transport, stdio
 from ..schema import v1
 from .endpoint import DEFAULT_MAX_CONCURRENT_REQUESTS, Endpoint, overrides
-from .methods import V1_AGENT_METHODS
+from .methods import V1_AGENT_METHODS, AgentMethods
 
 __all__ = ("BaseAgent", "ClientConnection", "Terminal", "agent_builder", "run_agent", "serve_agent")
 
@@ -164,8 +164,11 @@ class Terminal:
                 pass
 
 
-class BaseAgent:
+class BaseAgent(AgentMethods):
     """Base class of a class-based v1 agent; override what you support.
+
+    Every v1 agent method is here with its typed default (from
+    ``AgentMethods``): a request you do not override answers -32601.
 
     ``max_concurrent_requests`` bounds how many requests run at once (the
     peer is paced beyond that).
@@ -184,40 +187,6 @@ class BaseAgent:
                 load_session=overrides(self, BaseAgent, "load_session")
             ),
         )
-
-    async def authenticate(self, request: v1.AuthenticateRequest) -> v1.AuthenticateResponse:
-        raise Error.method_not_found(v1.AuthenticateRequest.METHOD)
-
-    async def logout(self, request: v1.LogoutRequest) -> v1.LogoutResponse:
-        raise Error.method_not_found(v1.LogoutRequest.METHOD)
-
-    async def new_session(self, request: v1.NewSessionRequest) -> v1.NewSessionResponse:
-        raise Error.method_not_found(v1.NewSessionRequest.METHOD)
-
-    async def load_session(self, request: v1.LoadSessionRequest) -> v1.LoadSessionResponse:
-        raise Error.method_not_found(v1.LoadSessionRequest.METHOD)
-
-    async def list_sessions(self, request: v1.ListSessionsRequest) -> v1.ListSessionsResponse:
-        raise Error.method_not_found(v1.ListSessionsRequest.METHOD)
-
-    async def delete_session(self, request: v1.DeleteSessionRequest) -> v1.DeleteSessionResponse:
-        raise Error.method_not_found(v1.DeleteSessionRequest.METHOD)
-
-    async def resume_session(self, request: v1.ResumeSessionRequest) -> v1.ResumeSessionResponse:
-        raise Error.method_not_found(v1.ResumeSessionRequest.METHOD)
-
-    async def close_session(self, request: v1.CloseSessionRequest) -> v1.CloseSessionResponse:
-        raise Error.method_not_found(v1.CloseSessionRequest.METHOD)
-
-    async def set_session_mode(
-        self, request: v1.SetSessionModeRequest
-    ) -> v1.SetSessionModeResponse:
-        raise Error.method_not_found(v1.SetSessionModeRequest.METHOD)
-
-    async def set_session_config_option(
-        self, request: v1.SetSessionConfigOptionRequest
-    ) -> v1.SetSessionConfigOptionResponse:
-        raise Error.method_not_found("session/set_config_option")
 
     async def prompt(self, request: v1.PromptRequest) -> v1.PromptResponse:
         """Run one turn. Cancelled by the client's ``session/cancel``."""

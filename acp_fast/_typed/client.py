@@ -41,13 +41,17 @@ from .._errors import Error
 from .._transports import Subprocess, Transport
 from ..schema import v1
 from .endpoint import DEFAULT_MAX_CONCURRENT_REQUESTS, Endpoint
-from .methods import V1_CLIENT_METHODS
+from .methods import V1_CLIENT_METHODS, ClientMethods
 
 __all__ = ("AgentConnection", "BaseClient", "client_builder", "connect_to_agent", "spawn_agent")
 
 
-class BaseClient:
-    """Base class of a class-based v1 client; override what you support."""
+class BaseClient(ClientMethods):
+    """Base class of a class-based v1 client; override what you support.
+
+    Every v1 client method is here with its typed default (from
+    ``ClientMethods``): a request you do not override answers -32601.
+    """
 
     max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS
     #: The connection to the agent, set when connected.
@@ -55,42 +59,6 @@ class BaseClient:
 
     async def session_update(self, notification: v1.SessionNotification) -> None:
         """One ``session/update`` from the agent (in order). Ignored by default."""
-
-    async def request_permission(
-        self, request: v1.RequestPermissionRequest
-    ) -> v1.RequestPermissionResponse:
-        raise Error.method_not_found(v1.RequestPermissionRequest.METHOD)
-
-    async def read_text_file(self, request: v1.ReadTextFileRequest) -> v1.ReadTextFileResponse:
-        raise Error.method_not_found(v1.ReadTextFileRequest.METHOD)
-
-    async def write_text_file(self, request: v1.WriteTextFileRequest) -> v1.WriteTextFileResponse:
-        raise Error.method_not_found(v1.WriteTextFileRequest.METHOD)
-
-    async def create_terminal(self, request: v1.CreateTerminalRequest) -> v1.CreateTerminalResponse:
-        raise Error.method_not_found(v1.CreateTerminalRequest.METHOD)
-
-    async def terminal_output(self, request: v1.TerminalOutputRequest) -> v1.TerminalOutputResponse:
-        raise Error.method_not_found(v1.TerminalOutputRequest.METHOD)
-
-    async def release_terminal(
-        self, request: v1.ReleaseTerminalRequest
-    ) -> v1.ReleaseTerminalResponse:
-        raise Error.method_not_found(v1.ReleaseTerminalRequest.METHOD)
-
-    async def wait_for_terminal_exit(
-        self, request: v1.WaitForTerminalExitRequest
-    ) -> v1.WaitForTerminalExitResponse:
-        raise Error.method_not_found(v1.WaitForTerminalExitRequest.METHOD)
-
-    async def kill_terminal(self, request: v1.KillTerminalRequest) -> v1.KillTerminalResponse:
-        raise Error.method_not_found(v1.KillTerminalRequest.METHOD)
-
-    async def create_elicitation(self, request: Any) -> Any:
-        raise Error.method_not_found("elicitation/create")
-
-    async def complete_elicitation(self, notification: v1.CompleteElicitationNotification) -> None:
-        """An ``elicitation/complete`` notification. Ignored by default."""
 
     async def ext_method(self, method: str, params: Any) -> Any:
         raise Error.method_not_found(method)

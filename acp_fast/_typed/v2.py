@@ -42,7 +42,7 @@ from .._errors import Error
 from .._transports import Transport, stdio
 from ..schema import v2
 from .endpoint import DEFAULT_MAX_CONCURRENT_REQUESTS, Endpoint
-from .methods import V2_AGENT_METHODS, V2_CLIENT_METHODS
+from .methods import V2_AGENT_METHODS, V2_CLIENT_METHODS, AgentMethodsV2, ClientMethodsV2
 
 __all__ = (
     "AgentConnectionV2",
@@ -103,8 +103,12 @@ class ClientConnectionV2:
         return response
 
 
-class BaseAgentV2:
-    """Base class of a class-based v2 agent; override what you support."""
+class BaseAgentV2(AgentMethodsV2):
+    """Base class of a class-based v2 agent; override what you support.
+
+    Every v2 agent method is here with its typed default (from
+    ``AgentMethodsV2``); ``prompt`` follows the v2 acceptance lifecycle.
+    """
 
     max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS
     client: ClientConnectionV2
@@ -113,30 +117,6 @@ class BaseAgentV2:
         return v2.InitializeResponse(
             protocol_version=2, info=v2.Implementation(name=type(self).__name__, version="0")
         )
-
-    async def login(self, request: Any) -> Any:
-        raise Error.method_not_found("auth/login")
-
-    async def logout(self, request: Any) -> Any:
-        raise Error.method_not_found("auth/logout")
-
-    async def new_session(self, request: v2.NewSessionRequest) -> v2.NewSessionResponse:
-        raise Error.method_not_found(v2.NewSessionRequest.METHOD)
-
-    async def list_sessions(self, request: Any) -> Any:
-        raise Error.method_not_found("session/list")
-
-    async def delete_session(self, request: Any) -> Any:
-        raise Error.method_not_found("session/delete")
-
-    async def resume_session(self, request: Any) -> Any:
-        raise Error.method_not_found("session/resume")
-
-    async def close_session(self, request: Any) -> Any:
-        raise Error.method_not_found("session/close")
-
-    async def set_session_config_option(self, request: Any) -> Any:
-        raise Error.method_not_found("session/set_config_option")
 
     async def prompt(self, request: v2.PromptRequest) -> str:
         """Run one turn after the prompt was accepted; return its stop reason."""
@@ -303,25 +283,18 @@ async def serve_versioned_agent(
 # --- client side -------------------------------------------------------------------
 
 
-class BaseClientV2:
-    """Base class of a class-based v2 client; override what you support."""
+class BaseClientV2(ClientMethodsV2):
+    """Base class of a class-based v2 client; override what you support.
+
+    Every v2 client method is here with its typed default (from
+    ``ClientMethodsV2``).
+    """
 
     max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS
     agent: AgentConnectionV2
 
     async def session_update(self, notification: v2.UpdateSessionNotification) -> None:
         """One ``session/update`` (in order). Ignored by default."""
-
-    async def request_permission(
-        self, request: v2.RequestPermissionRequest
-    ) -> v2.RequestPermissionResponse:
-        raise Error.method_not_found(v2.RequestPermissionRequest.METHOD)
-
-    async def create_elicitation(self, request: Any) -> Any:
-        raise Error.method_not_found("elicitation/create")
-
-    async def complete_elicitation(self, notification: Any) -> None:
-        """An ``elicitation/complete`` notification. Ignored by default."""
 
     async def ext_method(self, method: str, params: Any) -> Any:
         raise Error.method_not_found(method)
