@@ -117,8 +117,21 @@ def _stub(version: str, m: Method) -> str:
     )
 
 
+#: Extension methods (``_``-prefixed) reach every class through these two.
+_EXTENSION_STUBS: Final = (
+    "    async def ext_method(self, method: str, params: Any) -> Any:\n"
+    '        """An extension request (``_``-prefixed method) with plain JSON params;\n'
+    '        the default answers -32601."""\n'
+    "        raise Error.method_not_found(method)\n",
+    "    async def ext_notification(self, method: str, params: Any) -> None:\n"
+    '        """An extension notification (``_``-prefixed method); the default does\n'
+    '        nothing."""\n',
+)
+
+
 def _class(name: str, version: str, side: str, methods: list[Method]) -> str:
     stubs = [_stub(version, m) for m in methods if (version, side, m.method) not in HAND_WRITTEN]
+    stubs += _EXTENSION_STUBS
     doc = (
         f'    """The {version} {side} methods with their default answers '
         f'(see ``acp.Base{side.title()}{"" if version == "v1" else "V2"}``)."""\n'
@@ -138,7 +151,7 @@ def render(stable: dict[str, ModuleIR], unstable: dict[str, ModuleIR]) -> str:
         "request answers -32601 and a notification does nothing until a subclass\n"
         'overrides it.\n"""\n\n'
         "from __future__ import annotations\n\n"
-        "from typing import TYPE_CHECKING, Final\n\n"
+        "from typing import TYPE_CHECKING, Any, Final\n\n"
         "from .._errors import Error\n\n"
         "if TYPE_CHECKING:\n"
         "    from ..schema import v1, v2\n",

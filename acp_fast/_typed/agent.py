@@ -195,13 +195,6 @@ class BaseAgent(AgentMethods):
     async def cancel(self, notification: v1.CancelNotification) -> None:
         """Told of ``session/cancel``, after the SDK cancelled that session's prompt."""
 
-    async def ext_method(self, method: str, params: Any) -> Any:
-        """An extension request (``_``-prefixed method) with plain JSON params."""
-        raise Error.method_not_found(method)
-
-    async def ext_notification(self, method: str, params: Any) -> None:
-        """An extension notification (``_``-prefixed method)."""
-
 
 class AgentEndpoint(Endpoint):
     """Serves a BaseAgent: tracks each session's running prompt."""

@@ -60,12 +60,6 @@ class BaseClient(ClientMethods):
     async def session_update(self, notification: v1.SessionNotification) -> None:
         """One ``session/update`` from the agent (in order). Ignored by default."""
 
-    async def ext_method(self, method: str, params: Any) -> Any:
-        raise Error.method_not_found(method)
-
-    async def ext_notification(self, method: str, params: Any) -> None:
-        """An extension notification (``_``-prefixed). Ignored by default."""
-
 
 class ClientEndpoint(Endpoint):
     """Serves a BaseClient: pending permission requests are cancellable by session."""

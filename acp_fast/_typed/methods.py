@@ -9,7 +9,7 @@ overrides it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from .._errors import Error
 
@@ -168,6 +168,15 @@ class AgentMethods:
         """Answer ``logout``; the default answers -32601."""
         raise Error.method_not_found("logout")
 
+    async def ext_method(self, method: str, params: Any) -> Any:
+        """An extension request (``_``-prefixed method) with plain JSON params;
+        the default answers -32601."""
+        raise Error.method_not_found(method)
+
+    async def ext_notification(self, method: str, params: Any) -> None:
+        """An extension notification (``_``-prefixed method); the default does
+        nothing."""
+
 
 class ClientMethods:
     """The v1 client methods with their default answers (see ``acp.BaseClient``)."""
@@ -222,6 +231,15 @@ class ClientMethods:
     async def complete_elicitation(self, notification: v1.CompleteElicitationNotification) -> None:
         """Handle ``elicitation/complete``; the default does nothing."""
 
+    async def ext_method(self, method: str, params: Any) -> Any:
+        """An extension request (``_``-prefixed method) with plain JSON params;
+        the default answers -32601."""
+        raise Error.method_not_found(method)
+
+    async def ext_notification(self, method: str, params: Any) -> None:
+        """An extension notification (``_``-prefixed method); the default does
+        nothing."""
+
 
 class AgentMethodsV2:
     """The v2 agent methods with their default answers (see ``acp.BaseAgentV2``)."""
@@ -267,6 +285,15 @@ class AgentMethodsV2:
         """Answer ``auth/logout``; the default answers -32601."""
         raise Error.method_not_found("auth/logout")
 
+    async def ext_method(self, method: str, params: Any) -> Any:
+        """An extension request (``_``-prefixed method) with plain JSON params;
+        the default answers -32601."""
+        raise Error.method_not_found(method)
+
+    async def ext_notification(self, method: str, params: Any) -> None:
+        """An extension notification (``_``-prefixed method); the default does
+        nothing."""
+
 
 class ClientMethodsV2:
     """The v2 client methods with their default answers (see ``acp.BaseClientV2``)."""
@@ -288,3 +315,12 @@ class ClientMethodsV2:
 
     async def complete_elicitation(self, notification: v2.CompleteElicitationNotification) -> None:
         """Handle ``elicitation/complete``; the default does nothing."""
+
+    async def ext_method(self, method: str, params: Any) -> Any:
+        """An extension request (``_``-prefixed method) with plain JSON params;
+        the default answers -32601."""
+        raise Error.method_not_found(method)
+
+    async def ext_notification(self, method: str, params: Any) -> None:
+        """An extension notification (``_``-prefixed method); the default does
+        nothing."""

@@ -125,12 +125,6 @@ class BaseAgentV2(AgentMethodsV2):
     async def cancel(self, notification: v2.CancelSessionNotification) -> None:
         """Told of ``session/cancel``, after the SDK cancelled that session's turn."""
 
-    async def ext_method(self, method: str, params: Any) -> Any:
-        raise Error.method_not_found(method)
-
-    async def ext_notification(self, method: str, params: Any) -> None:
-        """An extension notification (``_``-prefixed). Ignored by default."""
-
 
 class AgentEndpointV2(Endpoint):
     def __init__(self, agent: BaseAgentV2) -> None:
@@ -295,12 +289,6 @@ class BaseClientV2(ClientMethodsV2):
 
     async def session_update(self, notification: v2.UpdateSessionNotification) -> None:
         """One ``session/update`` (in order). Ignored by default."""
-
-    async def ext_method(self, method: str, params: Any) -> Any:
-        raise Error.method_not_found(method)
-
-    async def ext_notification(self, method: str, params: Any) -> None:
-        """An extension notification. Ignored by default."""
 
 
 class ClientEndpointV2(Endpoint):
