@@ -6,7 +6,8 @@ v2 pair) has one async method per wire method of its side. This stage renders
 
 * ``V1_AGENT_METHODS`` ... : wire method -> Python method name, for the
   endpoint that registers one handler per overridden method;
-* ``UNSTABLE_NAMES``: the same for methods only the unstable schemas have;
+* ``V1_UNSTABLE_AGENT_METHODS`` ... : the same for a class that opts in to
+  the v1 unstable schema (its stable and draft methods);
 * ``AgentMethods`` / ``ClientMethods`` (and ``...V2``): one typed default per
   method, which answers -32601 (a request) or does nothing (a notification).
   The base classes inherit them and override the few with real defaults.
@@ -73,6 +74,7 @@ NAMES: Final = {
     "mcp/disconnect": "disconnect_mcp",
     "elicitation/create": "create_elicitation",
     "elicitation/complete": "complete_elicitation",
+    "mcp/message": "mcp_message",
 }
 
 #: Methods whose class-API form is written by hand, with no generated default
@@ -165,21 +167,16 @@ def render(stable: dict[str, ModuleIR], unstable: dict[str, ModuleIR]) -> str:
                 f"#: Handled by the {side} ({version.lower()}): wire method -> Python method.\n"
                 + _table(table, _handled(ir, side))
             )
-    known = {m.method for ir in stable.values() for m in ir.methods}
-    extra = sorted(
-        {
-            m.method
-            for ir in unstable.values()
-            for m in ir.methods
-            if m.method not in known and m.side in _SIDES
-        }
-    )
-    names.append("UNSTABLE_NAMES")
-    rows = "".join(f"    {method!r}: {_name(method)!r},\n" for method in extra)
-    parts.append(
-        "#: Methods only the unstable schemas have: wire method -> Python method.\n"
-        f"UNSTABLE_NAMES: Final = {{\n{rows}}}\n"
-    )
+    # The draft methods, for a class that opts in to the unstable schema: its
+    # side's stable and draft methods, and those either side handles.
+    for side in _SIDES:
+        table = f"V1_UNSTABLE_{side.upper()}_METHODS"
+        names.append(table)
+        methods = [m for m in unstable["v1"].methods if m.side in (side, "both")]
+        parts.append(
+            f"#: Handled by the {side} of the v1 unstable schema: wire method -> Python method.\n"
+            + _table(table, methods)
+        )
     classes = []
     for version, ir in (("v1", v1), ("v2", v2)):
         suffix = "" if version == "v1" else "V2"

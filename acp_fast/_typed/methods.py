@@ -22,9 +22,10 @@ __all__ = (
     "AgentMethodsV2",
     "ClientMethods",
     "ClientMethodsV2",
-    "UNSTABLE_NAMES",
     "V1_AGENT_METHODS",
     "V1_CLIENT_METHODS",
+    "V1_UNSTABLE_AGENT_METHODS",
+    "V1_UNSTABLE_CLIENT_METHODS",
     "V2_AGENT_METHODS",
     "V2_CLIENT_METHODS",
 )
@@ -89,24 +90,55 @@ V2_CLIENT_METHODS: Final = {
 }
 
 
-#: Methods only the unstable schemas have: wire method -> Python method.
-UNSTABLE_NAMES: Final = {
-    "document/didChange": "did_change_document",
-    "document/didClose": "did_close_document",
-    "document/didFocus": "did_focus_document",
-    "document/didOpen": "did_open_document",
-    "document/didSave": "did_save_document",
-    "mcp/connect": "connect_mcp",
-    "mcp/disconnect": "disconnect_mcp",
-    "nes/accept": "accept_nes",
-    "nes/close": "close_nes",
-    "nes/reject": "reject_nes",
-    "nes/start": "start_nes",
-    "nes/suggest": "suggest_nes",
-    "providers/disable": "disable_provider",
+#: Handled by the agent of the v1 unstable schema: wire method -> Python method.
+V1_UNSTABLE_AGENT_METHODS: Final = {
+    "initialize": "initialize",
+    "authenticate": "authenticate",
     "providers/list": "list_providers",
     "providers/set": "set_provider",
+    "providers/disable": "disable_provider",
+    "session/new": "new_session",
+    "session/load": "load_session",
+    "session/set_mode": "set_session_mode",
+    "session/set_config_option": "set_session_config_option",
+    "session/prompt": "prompt",
+    "session/cancel": "cancel",
+    "mcp/message": "mcp_message",
+    "session/list": "list_sessions",
+    "session/delete": "delete_session",
     "session/fork": "fork_session",
+    "session/resume": "resume_session",
+    "session/close": "close_session",
+    "logout": "logout",
+    "nes/start": "start_nes",
+    "nes/suggest": "suggest_nes",
+    "nes/accept": "accept_nes",
+    "nes/reject": "reject_nes",
+    "nes/close": "close_nes",
+    "document/didOpen": "did_open_document",
+    "document/didChange": "did_change_document",
+    "document/didClose": "did_close_document",
+    "document/didSave": "did_save_document",
+    "document/didFocus": "did_focus_document",
+}
+
+
+#: Handled by the client of the v1 unstable schema: wire method -> Python method.
+V1_UNSTABLE_CLIENT_METHODS: Final = {
+    "mcp/message": "mcp_message",
+    "session/request_permission": "request_permission",
+    "session/update": "session_update",
+    "fs/write_text_file": "write_text_file",
+    "fs/read_text_file": "read_text_file",
+    "terminal/create": "create_terminal",
+    "terminal/output": "terminal_output",
+    "terminal/release": "release_terminal",
+    "terminal/wait_for_exit": "wait_for_terminal_exit",
+    "terminal/kill": "kill_terminal",
+    "mcp/connect": "connect_mcp",
+    "mcp/disconnect": "disconnect_mcp",
+    "elicitation/create": "create_elicitation",
+    "elicitation/complete": "complete_elicitation",
 }
 
 
