@@ -78,7 +78,7 @@ def test_ts_sdk_client_drives_compat_agent(run_client_peer, ts_client_cmd, compa
 
 def test_compat_client_drives_official_sdk_agent(run_client_peer, compat_client_cmd, py_agent_cmd):
     run = run_client_peer(compat_client_cmd, py_agent_cmd)
-    report = check_report(run.report, client="py")
+    check_report(run.report, client="py")
     # The compat client gave up after 0.2 s and said so on the wire; the
     # official agent does not know $/cancel_request and logs it.
     assert "method=$/cancel_request" in run.stderr
