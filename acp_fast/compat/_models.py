@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast, get_args
 
 import msgspec
 
 from ..schema import convert, v1, v1_unstable
-from ..schema._base import Base
+from ..schema._base import Base, ObjectUnion
 
 __all__ = ("CLASSES", "CompatModel", "to_compat")
 
@@ -169,26 +169,60 @@ def _schema_classes(module: Any) -> dict[str, type[Base]]:
 
 
 def _post_init(
-    tag: tuple[str, str] | None, defaults: list[tuple[str, Callable[[], Any]]]
+    name: str, tag: tuple[str, str] | None, defaults: list[tuple[str, Callable[[], Any]]]
 ) -> Callable[[Any], None]:
-    def __post_init__(self: Any) -> None:
-        if tag is not None:
-            attr, value = tag
-            current = getattr(self, attr)
-            if current is None:
-                setattr(self, attr, value)
-            elif current != value:
-                raise ValueError(f"{type(self).__name__}.{attr} must be {value!r}, not {current!r}")
-        for attr, factory in defaults:
-            if getattr(self, attr) is None:
-                setattr(self, attr, factory())
+    # Generated source, one straight-line function per class: this runs for
+    # every message received (the conversion builds through ``__init__``).
+    lines = ["def __post_init__(self):"]
+    scope: dict[str, Any] = {"name": name}
+    if tag is not None:
+        attr, value = tag
+        lines += [
+            f"    t = self.{attr}",
+            "    if t is None:",
+            f"        self.{attr} = {value!r}",
+            f"    elif t != {value!r}:",
+            f"        raise ValueError(name + {f'.{attr} must be {value!r}, not '!r} + repr(t))",
+        ]
+    for index, (attr, factory) in enumerate(defaults):
+        scope[f"f{index}"] = factory
+        lines += [f"    if self.{attr} is None:", f"        self.{attr} = f{index}()"]
+    return cast("Callable[[Any], None]", _compile(lines, scope, "__post_init__"))
 
-    return __post_init__
+
+def _compile(lines: list[str], scope: dict[str, Any], name: str) -> Any:
+    exec("\n".join(lines), scope)
+    return scope[name]
 
 
-def _build() -> tuple[
-    dict[str, type[CompatModel]], dict[type, tuple[type, tuple[tuple[str, str], ...]]]
-]:
+def _needs_conversion(tp: Any) -> bool:
+    """Whether values of ``tp`` may hold generated classes (else plain JSON)."""
+    if isinstance(tp, type):
+        return issubclass(tp, msgspec.Struct | ObjectUnion)
+    return any(_needs_conversion(arg) for arg in get_args(tp))
+
+
+def _converter(cls: type, schema_cls: type) -> Callable[[Any], Any]:
+    lines = ["def convert(v):", "    k = {}"]
+    for info in msgspec.structs.fields(schema_cls):
+        target = "field_meta" if info.name == "meta" else info.name
+        value = "tc(x)" if _needs_conversion(info.type) else "x"
+        if info.required:
+            lines.append(f"    k[{target!r}] = {value.replace('x', f'v.{info.name}')}")
+        else:
+            lines += [
+                f"    x = v.{info.name}",
+                "    if x is not U:",
+                f"        k[{target!r}] = {value}",
+            ]
+    lines.append("    return C(**k)")
+    return cast(
+        "Callable[[Any], Any]",
+        _compile(lines, {"C": cls, "U": msgspec.UNSET, "tc": to_compat}, "convert"),
+    )
+
+
+def _build() -> tuple[dict[str, type[CompatModel]], dict[type, Callable[[Any], Any]]]:
     source = _schema_classes(v1_unstable)
     classes: dict[str, type[CompatModel]] = {}
     for name, schema_cls in source.items():
@@ -231,7 +265,7 @@ def _build() -> tuple[
             if constant in schema_cls.__dict__:
                 namespace[constant] = schema_cls.__dict__[constant]
         if tag is not None or factories:
-            namespace["__post_init__"] = _post_init(tag, factories)
+            namespace["__post_init__"] = _post_init(public.lstrip("_"), tag, factories)
         cls: Any = msgspec.defstruct(
             public.lstrip("_"),
             fields,
@@ -243,19 +277,14 @@ def _build() -> tuple[
             repr_omit_defaults=True,
         )
         classes[public] = cls
-    specs: dict[type, tuple[type, tuple[tuple[str, str], ...]]] = {}
+    converters: dict[type, Callable[[Any], Any]] = {}
     by_source = {source_name: classes[_public(source_name)] for source_name in source}
     for module in (v1_unstable, v1):
         for name, schema_cls in _schema_classes(module).items():
             target = by_source.get(name)
-            if target is None:
-                continue
-            pairs = tuple(
-                (info.name, "field_meta" if info.name == "meta" else info.name)
-                for info in msgspec.structs.fields(schema_cls)
-            )
-            specs[schema_cls] = (target, pairs)
-    return classes, specs
+            if target is not None:
+                converters[schema_cls] = _converter(target, schema_cls)
+    return classes, converters
 
 
 def _public(name: str) -> str:
@@ -272,25 +301,19 @@ def _lazy(classes: dict[str, type[CompatModel]], name: str) -> Callable[[], Any]
     return make
 
 
-CLASSES, _SPECS = _build()
-
-_UNSET = msgspec.UNSET
-
-
 def to_compat(value: Any) -> Any:
     """A received (generated-class) value as compatibility objects."""
-    spec = _SPECS.get(type(value))
-    if spec is not None:
-        cls, pairs = spec
-        kwargs = {}
-        for source, target in pairs:
-            item = getattr(value, source)
-            if item is not _UNSET:
-                kwargs[target] = to_compat(item)
-        return cls(**kwargs)
+    convert = _CONVERTERS.get(type(value))
+    if convert is not None:
+        return convert(value)
     kind = type(value)
     if kind is list:
         return [to_compat(item) for item in value]
     if kind is dict:
         return {key: to_compat(item) for key, item in value.items()}
     return value
+
+
+_CONVERTERS: dict[type, Callable[[Any], Any]] = {}
+CLASSES, _built = _build()
+_CONVERTERS.update(_built)
