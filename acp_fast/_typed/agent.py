@@ -41,6 +41,7 @@ from .._errors import Error
 from .._transports import Transport, stdio
 from ..schema import v1
 from .endpoint import DEFAULT_MAX_CONCURRENT_REQUESTS, Endpoint, overrides
+from .lenient import legacy_initialize
 from .methods import V1_AGENT_METHODS
 
 __all__ = ("BaseAgent", "ClientConnection", "Terminal", "agent_builder", "run_agent", "serve_agent")
@@ -282,6 +283,7 @@ def agent_builder(agent: BaseAgent) -> Builder[Any]:
     """A connection builder serving ``agent`` (add more handlers if you like)."""
     endpoint = AgentEndpoint(agent)
     builder = Agent.builder().name(type(agent).__name__)
+    builder.on_receive_request(legacy_initialize(endpoint), "initialize")
     endpoint.install(builder)
     return builder
 

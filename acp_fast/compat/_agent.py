@@ -20,6 +20,7 @@ from .._errors import Error
 from .._transports import Transport, stdio
 from .._typed.agent import AgentEndpoint, BaseAgent
 from .._typed.endpoint import DEFAULT_MAX_CONCURRENT_REQUESTS, Endpoint
+from .._typed.lenient import legacy_initialize
 from .._typed.methods import V1_AGENT_METHODS
 from ..schema import v1, v1_unstable
 from . import _models
@@ -250,6 +251,7 @@ async def serve_agent(
     """Serve an official-style ``agent`` over ``transport`` (stdio by default)."""
     endpoint = CompatAgentEndpoint(agent, use_unstable_protocol=use_unstable_protocol)
     builder = AgentRole.builder().name(type(agent).__name__)
+    builder.on_receive_request(legacy_initialize(endpoint), "initialize")
     endpoint.install(builder)
     await builder.connect_to(transport if transport is not None else stdio())
 
