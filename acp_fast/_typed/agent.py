@@ -112,6 +112,21 @@ class ClientConnection:
         response: v1.CreateTerminalResponse = await self.cx.send_request(request)
         return Terminal(self.cx, session_id, response.terminal_id)
 
+    # -- elicitation ----------------------------------------------------------------
+
+    async def create_elicitation(
+        self, request: v1.CreateElicitationRequestForm | v1.CreateElicitationRequestUrl
+    ) -> v1.CreateElicitationResponse:
+        """Ask the user for structured input; the answer is accept (with
+        content), decline or cancel."""
+        response: v1.CreateElicitationResponse = await self.cx.send_request(request)
+        return response
+
+    async def complete_elicitation(self, elicitation_id: str) -> None:
+        """Tell the client a URL elicitation finished out of band."""
+        self.cx.send_notification(v1.CompleteElicitationNotification(elicitation_id=elicitation_id))
+        await self.cx.drain()
+
     def send_request(self, request: Any) -> SentRequest[Any]:
         """Any other request (typed or ``acp.UntypedMessage``)."""
         return self.cx.send_request(request)
