@@ -39,10 +39,10 @@ from .._async.requests import SentRequest
 from .._async.roles import Agent
 from .._errors import Error
 from .._transports import Transport, stdio
-from ..schema import v1
+from ..schema import v1, v1_unstable
 from .endpoint import DEFAULT_MAX_CONCURRENT_REQUESTS, Endpoint, overrides
 from .lenient import legacy_initialize
-from .methods import V1_AGENT_METHODS
+from .methods import V1_AGENT_METHODS, V1_UNSTABLE_AGENT_METHODS
 
 __all__ = ("BaseAgent", "ClientConnection", "Terminal", "agent_builder", "run_agent", "serve_agent")
 
@@ -188,6 +188,10 @@ class BaseAgent:
     """
 
     max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS
+    #: Opt in to the draft methods (``session/fork``, ``providers/*``,
+    #: ``nes/*``, ``document/*``, ``mcp/message``): define e.g. ``fork_session``
+    #: and it is routed. Every message then decodes to ``v1_unstable`` types.
+    unstable: bool = False
     #: The connection to the client, set when the agent is connected.
     client: ClientConnection
 
@@ -254,7 +258,10 @@ class AgentEndpoint(Endpoint):
     """Serves a BaseAgent: tracks each session's running prompt."""
 
     def __init__(self, agent: BaseAgent) -> None:
-        super().__init__(agent, BaseAgent, V1_AGENT_METHODS, v1, agent.max_concurrent_requests)
+        table, schema = (
+            (V1_UNSTABLE_AGENT_METHODS, v1_unstable) if agent.unstable else (V1_AGENT_METHODS, v1)
+        )
+        super().__init__(agent, BaseAgent, table, schema, agent.max_concurrent_requests)
         self.turns: dict[str, anyio.CancelScope] = {}
 
     def bind(self, cx: ConnectionTo[Any]) -> None:

@@ -41,7 +41,7 @@ from .._errors import Error
 from .._transports import Subprocess, Transport
 from ..schema import v1, v1_unstable
 from .endpoint import DEFAULT_MAX_CONCURRENT_REQUESTS, Endpoint
-from .methods import V1_CLIENT_METHODS
+from .methods import V1_CLIENT_METHODS, V1_UNSTABLE_CLIENT_METHODS
 
 __all__ = ("AgentConnection", "BaseClient", "client_builder", "connect_to_agent", "spawn_agent")
 
@@ -50,6 +50,9 @@ class BaseClient:
     """Base class of a class-based v1 client; override what you support."""
 
     max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS
+    #: Opt in to the draft methods (``mcp/connect``, ``mcp/disconnect``,
+    #: ``mcp/message``); every message then decodes to ``v1_unstable`` types.
+    unstable: bool = False
     #: The connection to the agent, set when connected.
     agent: AgentConnection
 
@@ -106,7 +109,12 @@ class ClientEndpoint(Endpoint):
     """Serves a BaseClient: pending permission requests are cancellable by session."""
 
     def __init__(self, client: BaseClient) -> None:
-        super().__init__(client, BaseClient, V1_CLIENT_METHODS, v1, client.max_concurrent_requests)
+        table, schema = (
+            (V1_UNSTABLE_CLIENT_METHODS, v1_unstable)
+            if client.unstable
+            else (V1_CLIENT_METHODS, v1)
+        )
+        super().__init__(client, BaseClient, table, schema, client.max_concurrent_requests)
         self.permissions: dict[str, set[anyio.CancelScope]] = {}
 
     def begin(self, name: str, request: Any) -> anyio.CancelScope | None:

@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ("V1_AGENT_METHODS", "V1_CLIENT_METHODS", "V2_AGENT_METHODS", "V2_CLIENT_METHODS")
+__all__ = (
+    "V1_AGENT_METHODS",
+    "V1_CLIENT_METHODS",
+    "V1_UNSTABLE_AGENT_METHODS",
+    "V1_UNSTABLE_CLIENT_METHODS",
+    "V2_AGENT_METHODS",
+    "V2_CLIENT_METHODS",
+)
 
 # Handled by the agent (sent by the client): wire method -> Python method.
 V1_AGENT_METHODS: Final = {
@@ -63,4 +70,32 @@ V2_CLIENT_METHODS: Final = {
     "session/update": "session_update",
     "elicitation/create": "create_elicitation",
     "elicitation/complete": "complete_elicitation",
+}
+
+# Draft methods (schema ``v1_unstable``), routed only for a class that opts in
+# with ``unstable = True``; its messages then decode to ``v1_unstable`` types.
+V1_UNSTABLE_AGENT_METHODS: Final = {
+    **V1_AGENT_METHODS,
+    "session/fork": "fork_session",
+    "providers/list": "list_providers",
+    "providers/set": "set_provider",
+    "providers/disable": "disable_provider",
+    "nes/start": "start_nes",
+    "nes/suggest": "suggest_nes",
+    "nes/accept": "accept_nes",
+    "nes/reject": "reject_nes",
+    "nes/close": "close_nes",
+    "document/didOpen": "did_open_document",
+    "document/didChange": "did_change_document",
+    "document/didClose": "did_close_document",
+    "document/didSave": "did_save_document",
+    "document/didFocus": "did_focus_document",
+    "mcp/message": "mcp_message",
+}
+
+V1_UNSTABLE_CLIENT_METHODS: Final = {
+    **V1_CLIENT_METHODS,
+    "mcp/connect": "connect_mcp",
+    "mcp/disconnect": "disconnect_mcp",
+    "mcp/message": "mcp_message",
 }

@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 import acp_fast as acp
-from acp_fast.schema import v1
+from acp_fast.schema import v1, v1_unstable
 from acp_fast.testing import memory_pair
 from tests.support import TIMEOUT
 
@@ -73,7 +73,7 @@ class Client(acp.BaseClient):
 
 
 @asynccontextmanager
-async def connected(agent: Agent, client: Client) -> AsyncIterator[acp.AgentConnection]:
+async def connected(agent: acp.BaseAgent, client: Client) -> AsyncIterator[acp.AgentConnection]:
     agent_end, client_end = memory_pair()
     async with anyio.create_task_group() as tg:
         tg.start_soon(acp.serve_agent, agent, agent_end)
@@ -123,3 +123,34 @@ def msgspec_unset() -> Any:
     import msgspec
 
     return msgspec.UNSET
+
+
+class UnstableAgent(acp.BaseAgent):
+    unstable = True
+
+    def __init__(self) -> None:
+        self.opened: list[str] = []
+
+    async def fork_session(
+        self, request: v1_unstable.ForkSessionRequest
+    ) -> v1_unstable.ForkSessionResponse:
+        return v1_unstable.ForkSessionResponse(session_id=f"{request.session_id}-fork")
+
+    async def did_open_document(self, notification: Any) -> None:
+        self.opened.append(notification.uri)
+
+
+async def test_an_agent_that_opts_in_gets_the_draft_methods() -> None:
+    agent = UnstableAgent()
+    with anyio.fail_after(TIMEOUT):
+        async with connected(agent, Client()) as conn:
+            forked = await conn.fork_session("s1", "/w")
+            conn.send_notification(
+                v1_unstable.DidOpenDocumentNotification(
+                    session_id="s1", uri="file:///a.py", language_id="python", version=1, text=""
+                )
+            )
+            # A round trip behind the notification: it has been handled.
+            await conn.fork_session("s2", "/w")
+    assert forked.session_id == "s1-fork"
+    assert agent.opened == ["file:///a.py"]
