@@ -86,7 +86,7 @@ class ClientConnectionV2:
     def __init__(self, cx: ConnectionTo[Any]) -> None:
         self.cx = cx
 
-    async def session_update(self, session_id: str, update: Any) -> None:
+    async def session_update(self, session_id: str, update: v2.SessionUpdate) -> None:
         self.cx.send_notification(
             v2.UpdateSessionNotification(session_id=session_id, update=update)
         )
@@ -114,28 +114,30 @@ class BaseAgentV2:
             protocol_version=2, info=v2.Implementation(name=type(self).__name__, version="0")
         )
 
-    async def login(self, request: Any) -> Any:
+    async def login(self, request: v2.LoginAuthRequest) -> v2.LoginAuthResponse:
         raise Error.method_not_found("auth/login")
 
-    async def logout(self, request: Any) -> Any:
+    async def logout(self, request: v2.LogoutAuthRequest) -> v2.LogoutAuthResponse:
         raise Error.method_not_found("auth/logout")
 
     async def new_session(self, request: v2.NewSessionRequest) -> v2.NewSessionResponse:
         raise Error.method_not_found(v2.NewSessionRequest.METHOD)
 
-    async def list_sessions(self, request: Any) -> Any:
+    async def list_sessions(self, request: v2.ListSessionsRequest) -> v2.ListSessionsResponse:
         raise Error.method_not_found("session/list")
 
-    async def delete_session(self, request: Any) -> Any:
+    async def delete_session(self, request: v2.DeleteSessionRequest) -> v2.DeleteSessionResponse:
         raise Error.method_not_found("session/delete")
 
-    async def resume_session(self, request: Any) -> Any:
+    async def resume_session(self, request: v2.ResumeSessionRequest) -> v2.ResumeSessionResponse:
         raise Error.method_not_found("session/resume")
 
-    async def close_session(self, request: Any) -> Any:
+    async def close_session(self, request: v2.CloseSessionRequest) -> v2.CloseSessionResponse:
         raise Error.method_not_found("session/close")
 
-    async def set_session_config_option(self, request: Any) -> Any:
+    async def set_session_config_option(
+        self, request: v2.SetSessionConfigOptionRequest
+    ) -> v2.SetSessionConfigOptionResponse:
         raise Error.method_not_found("session/set_config_option")
 
     async def prompt(self, request: v2.PromptRequest) -> str:
@@ -317,10 +319,12 @@ class BaseClientV2:
     ) -> v2.RequestPermissionResponse:
         raise Error.method_not_found(v2.RequestPermissionRequest.METHOD)
 
-    async def create_elicitation(self, request: Any) -> Any:
+    async def create_elicitation(
+        self, request: v2.CreateElicitationRequest
+    ) -> v2.CreateElicitationResponse:
         raise Error.method_not_found("elicitation/create")
 
-    async def complete_elicitation(self, notification: Any) -> None:
+    async def complete_elicitation(self, notification: v2.CompleteElicitationNotification) -> None:
         """An ``elicitation/complete`` notification. Ignored by default."""
 
     async def ext_method(self, method: str, params: Any) -> Any:
@@ -363,7 +367,7 @@ class AgentConnectionV2:
         return self.cx.send_request(request)
 
     async def initialize(
-        self, info: v2.Implementation, *, capabilities: Any = None
+        self, info: v2.Implementation, *, capabilities: v2.ClientCapabilities | None = None
     ) -> v2.InitializeResponse:
         request = v2.InitializeRequest(protocol_version=2, info=info)
         if capabilities is not None:
@@ -382,9 +386,11 @@ class AgentConnectionV2:
         response: v2.NewSessionResponse = await self._send(v2.NewSessionRequest(cwd=cwd))
         return response
 
-    async def prompt(self, session_id: str, prompt: str | Sequence[Any]) -> str:
+    async def prompt(self, session_id: str, prompt: str | Sequence[v2.ContentBlock]) -> str:
         """Run a turn; returns its stop reason (from the ``idle`` update)."""
-        blocks = [v2.ContentBlockText(text=prompt)] if isinstance(prompt, str) else list(prompt)
+        blocks: list[v2.ContentBlock] = (
+            [v2.ContentBlockText(text=prompt)] if isinstance(prompt, str) else list(prompt)
+        )
         ended = anyio.Event()
         outcome: list[str] = []
 
