@@ -165,7 +165,7 @@ def _import_time(config: Config) -> float:
     PYTHONDONTWRITEBYTECODE), as for an installed package: otherwise a
     source tree whose caches are stale measures the compiler too.
     """
-    module = "acp" if config.sdk == "official" else "acp_fast"
+    module = {"official": "acp", "compat": "acp_fast.compat"}.get(config.sdk, "acp_fast")
     code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
     env = config.env()
     env.pop("PYTHONDONTWRITEBYTECODE", None)
