@@ -56,6 +56,8 @@ def _socket_of(writer: asyncio.StreamWriter, reader: asyncio.StreamReader) -> Tr
     sock = writer.get_extra_info("socket")
     if sock is None or sock.type != socket.SOCK_STREAM:
         return None
+    if writer.get_extra_info("ssl_object") is not None:
+        return None  # TLS: the socket carries ciphertext
     pause = getattr(transport, "pause_reading", None)
     if pause is None:
         return None
