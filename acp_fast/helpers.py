@@ -28,10 +28,20 @@ from msgspec import UNSET
 from .schema import v1
 
 __all__ = (
+    "agent_message",
     "agent_text",
     "agent_thought",
+    "agent_thought_block",
     "allow_or_reject",
+    "audio",
+    "available_commands",
+    "command",
+    "config_options_update",
+    "current_mode",
     "diff",
+    "embedded_blob",
+    "embedded_text",
+    "image",
     "permission_cancelled",
     "permission_option",
     "permission_selected",
@@ -39,12 +49,15 @@ __all__ = (
     "plan_entry",
     "resource_link",
     "selected_option",
+    "session_info",
     "terminal_content",
     "text",
     "text_content",
     "tool_call",
     "tool_call_ref",
     "tool_call_update",
+    "usage",
+    "user_message",
     "user_text",
 )
 
@@ -211,3 +224,99 @@ def selected_option(response: v1.RequestPermissionResponse) -> str | None:
 
 def _location(item: str | v1.ToolCallLocation) -> v1.ToolCallLocation:
     return v1.ToolCallLocation(path=item) if isinstance(item, str) else item
+
+
+# --- the other content blocks and update kinds --------------------------------------
+
+
+def image(data: str, mime_type: str, *, uri: str | None = None) -> v1.ContentBlockImage:
+    """An image block: base64 ``data`` of type ``mime_type``."""
+    block = v1.ContentBlockImage(data=data, mime_type=mime_type)
+    if uri is not None:
+        block.uri = uri
+    return block
+
+
+def audio(data: str, mime_type: str) -> v1.ContentBlockAudio:
+    """An audio block: base64 ``data`` of type ``mime_type``."""
+    return v1.ContentBlockAudio(data=data, mime_type=mime_type)
+
+
+def embedded_text(uri: str, text: str, *, mime_type: str | None = None) -> v1.ContentBlockResource:
+    """A resource embedded with its text (a file's contents, say)."""
+    contents = v1.TextResourceContents(uri=uri, text=text)
+    if mime_type is not None:
+        contents.mime_type = mime_type
+    return v1.ContentBlockResource(resource=contents)
+
+
+def embedded_blob(uri: str, blob: str, *, mime_type: str | None = None) -> v1.ContentBlockResource:
+    """A resource embedded as base64 ``blob``."""
+    contents = v1.BlobResourceContents(uri=uri, blob=blob)
+    if mime_type is not None:
+        contents.mime_type = mime_type
+    return v1.ContentBlockResource(resource=contents)
+
+
+def agent_message(block: v1.ContentBlock) -> v1.SessionUpdateAgentMessageChunk:
+    """A chunk of the agent's reply holding any content block."""
+    return v1.SessionUpdateAgentMessageChunk(content=block)
+
+
+def user_message(block: v1.ContentBlock) -> v1.SessionUpdateUserMessageChunk:
+    """A chunk of the user's message (replayed by ``session/load``)."""
+    return v1.SessionUpdateUserMessageChunk(content=block)
+
+
+def agent_thought_block(block: v1.ContentBlock) -> v1.SessionUpdateAgentThoughtChunk:
+    """A chunk of the agent's reasoning holding any content block."""
+    return v1.SessionUpdateAgentThoughtChunk(content=block)
+
+
+def command(name: str, description: str, *, hint: str | None = None) -> v1.AvailableCommand:
+    """A slash command; ``hint`` describes its free-text input, if it takes one."""
+    item = v1.AvailableCommand(name=name, description=description)
+    if hint is not None:
+        item.input = v1.UnstructuredCommandInput(hint=hint)
+    return item
+
+
+def available_commands(
+    commands: Iterable[v1.AvailableCommand],
+) -> v1.SessionUpdateAvailableCommandsUpdate:
+    """The commands the session offers now (replaces the previous list)."""
+    return v1.SessionUpdateAvailableCommandsUpdate(available_commands=list(commands))
+
+
+def current_mode(mode_id: str) -> v1.SessionUpdateCurrentModeUpdate:
+    """The session switched to mode ``mode_id``."""
+    return v1.SessionUpdateCurrentModeUpdate(current_mode_id=mode_id)
+
+
+def config_options_update(
+    options: Iterable[v1.SessionConfigOption],
+) -> v1.SessionUpdateConfigOptionUpdate:
+    """The session's config options, as they are now."""
+    return v1.SessionUpdateConfigOptionUpdate(config_options=list(options))
+
+
+def session_info(
+    *, title: str | None = None, updated_at: str | None = None
+) -> v1.SessionUpdateSessionInfoUpdate:
+    """New session metadata (a title, a last-update time)."""
+    update = v1.SessionUpdateSessionInfoUpdate()
+    if title is not None:
+        update.title = title
+    if updated_at is not None:
+        update.updated_at = updated_at
+    return update
+
+
+def usage(
+    used: int, size: int, *, cost: float | None = None, currency: str = "USD"
+) -> v1.SessionUpdateUsageUpdate:
+    """Context-window usage: ``used`` of ``size`` tokens (and the cost so far)."""
+    update = v1.SessionUpdateUsageUpdate(used=used, size=size)
+    if cost is not None:
+        update.cost = v1.Cost(amount=cost, currency=currency)
+    return update

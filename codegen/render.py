@@ -53,6 +53,7 @@ _IMPORTS: Final = (
             "ObjectUnion",
             "OpenUnion",
             "Request",
+            "RequestUnion",
             "UnionSpec",
             "UnknownVariant",
             "check_branches",
@@ -323,7 +324,12 @@ class Renderer:
             doc += " Unknown variants decode as ``UnknownVariant``."
         if method_doc := self.docstring(union.name):
             doc = method_doc + "\n\n" + doc
-        (node,) = _stmts(f"class {union.name}(ObjectUnion):\n    __slots__ = ()")
+        role = self.roles.get(union.name)
+        is_request = role is not None and role[0] == "request" and bool(role[1].response)
+        # A request payload that is a union names its result type too, so
+        # each member is typed like any other request class.
+        base = f"RequestUnion[{role[1].response}]" if role and is_request else "ObjectUnion"
+        (node,) = _stmts(f"class {union.name}({base}):\n    __slots__ = ()")
         assert isinstance(node, ast.ClassDef)
         node.body = [
             _docstring(doc),
@@ -332,9 +338,8 @@ class Renderer:
             *self.method_vars(union.name),
         ]
         needs: set[str] = set()
-        role = self.roles.get(union.name)
-        if role is not None and role[0] == "request" and role[1].response:
-            needs.add(role[1].response)
+        if role is not None and is_request:
+            needs.add(str(role[1].response))
         return _Definition(union.name, [node], needs)
 
     def open_alias(self, union: Union, value: ast.expr) -> _Definition:

@@ -6,9 +6,9 @@ From the bottom up::
 
 A package may import the packages below it, never one above it, and
 ``_typed`` and ``conductor`` do not import each other. Everything else in
-``acp_fast`` (``__init__``, ``testing``, ``helpers``, the CLI, the benchmarks,
-the examples) is the top. Two leaves stand beside the stack: ``schema`` (the
-generated bindings) and ``_errors``; they import nothing from acp_fast but
+``acp_fast`` (``__init__``, ``testing``, ``helpers``, ``compat``, ``contrib``,
+the CLI, the benchmarks, the examples) is the top. Two leaves stand beside
+the stack: ``schema`` (the generated bindings) and ``_errors``; they import nothing from acp_fast but
 themselves, and any layer above ``_core`` may import them. ``_core`` imports
 the standard library only, and nothing imports ``codegen`` (but the CLI's
 ``codegen`` command, from a source checkout).
@@ -133,7 +133,8 @@ def test_every_package_is_classified() -> None:
     # A new package must be given its place in the stack, not fall to the top
     # by default.
     packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
-    assert packages - set(LAYERS) - set(LEAVES) == {"_bench", "examples"}
+    # compat and contrib build on the class API (_typed): they are the top.
+    assert packages - set(LAYERS) - set(LEAVES) == {"_bench", "examples", "compat", "contrib"}
 
 
 @pytest.mark.parametrize(

@@ -61,7 +61,7 @@ from .outbox import HIGH_WATER
 from .requests import PreparedRequest, SentRequest
 
 if TYPE_CHECKING:
-    from ..schema._base import Request
+    from ..schema._base import Request, RequestUnion
     from .roles import Role
 
 __all__ = ("HIGH_WATER", "ConnectionTo", "DynamicHandlerGuard")
@@ -123,7 +123,7 @@ class ConnectionTo(Inbound, Generic[R]):
     # == public API =========================================================
 
     @overload
-    def send_request(self, request: Request[T]) -> SentRequest[T]: ...
+    def send_request(self, request: Request[T] | RequestUnion[T]) -> SentRequest[T]: ...
     @overload
     def send_request(self, request: UntypedMessage) -> SentRequest[Any]: ...
     def send_request(self, request: Any) -> SentRequest[Any]:
@@ -136,7 +136,9 @@ class ConnectionTo(Inbound, Generic[R]):
         return self.send_request_to(None, request)
 
     @overload
-    def send_request_to(self, peer: Any, request: Request[T]) -> SentRequest[T]: ...
+    def send_request_to(
+        self, peer: Any, request: Request[T] | RequestUnion[T]
+    ) -> SentRequest[T]: ...
     @overload
     def send_request_to(self, peer: Any, request: UntypedMessage) -> SentRequest[Any]: ...
     def send_request_to(self, peer: Any, request: Any) -> SentRequest[Any]:
@@ -148,7 +150,7 @@ class ConnectionTo(Inbound, Generic[R]):
         return SentRequest(self, outgoing, response_type_of(request))
 
     @overload
-    def prepare_request(self, request: Request[T]) -> PreparedRequest[T]: ...
+    def prepare_request(self, request: Request[T] | RequestUnion[T]) -> PreparedRequest[T]: ...
     @overload
     def prepare_request(self, request: UntypedMessage) -> PreparedRequest[Any]: ...
     def prepare_request(self, request: Any) -> PreparedRequest[Any]:
@@ -156,7 +158,9 @@ class ConnectionTo(Inbound, Generic[R]):
         return self.prepare_request_to(None, request)
 
     @overload
-    def prepare_request_to(self, peer: Any, request: Request[T]) -> PreparedRequest[T]: ...
+    def prepare_request_to(
+        self, peer: Any, request: Request[T] | RequestUnion[T]
+    ) -> PreparedRequest[T]: ...
     @overload
     def prepare_request_to(self, peer: Any, request: UntypedMessage) -> PreparedRequest[Any]: ...
     def prepare_request_to(self, peer: Any, request: Any) -> PreparedRequest[Any]:

@@ -30,7 +30,11 @@ from ._common import (
     measure_stream,
 )
 
-__all__ = ("VERSION", "codec_costs", "run_peer", "run_workload")
+__all__ = ("PEER", "VERSION", "codec_costs", "run_peer", "run_workload")
+
+#: The ``--peer`` the stdio workload spawns (``_compat`` runs this code on
+#: acp_fast.compat, with its own peer).
+PEER = "official"
 
 try:
     from importlib.metadata import version as _version
@@ -114,7 +118,7 @@ async def run_workload(
     if transport == "socket":
         conn, agent_task, writers = await _in_process(client)
     elif transport == "stdio":
-        command = ["-m", "acp_fast._bench._worker", "--peer", "official"]
+        command = ["-m", "acp_fast._bench._worker", "--peer", PEER]
         spawned = acp.spawn_agent_process(client, sys.executable, *command)
         conn, _process = await spawned.__aenter__()
     else:

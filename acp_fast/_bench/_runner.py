@@ -118,6 +118,9 @@ def run(args: argparse.Namespace) -> int:
     official = None if args.no_official else _official_version()
     if official is not None:
         configs.append(Config("official", "official", "-", "asyncio"))
+    # The official SDK's benchmark code itself, on acp_fast.compat (asyncio,
+    # as that code is written): what changing the imports alone buys.
+    configs.append(Config("compat", "compat", cores[0], "asyncio"))
 
     progress = _Progress(sys.stderr, total=len(configs) * (rounds * len(WORKLOADS) + 1))
     started = time.perf_counter()
@@ -162,7 +165,7 @@ def _import_time(config: Config) -> float:
     PYTHONDONTWRITEBYTECODE), as for an installed package: otherwise a
     source tree whose caches are stale measures the compiler too.
     """
-    module = "acp" if config.sdk == "official" else "acp_fast"
+    module = {"official": "acp", "compat": "acp_fast.compat"}.get(config.sdk, "acp_fast")
     code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
     env = config.env()
     env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -263,7 +266,9 @@ def _report(
 
     results = {
         config.label: {
-            "sdk": "official" if config.sdk == "official" else "acp_fast",
+            "sdk": {"official": "official", "compat": "acp_fast.compat"}.get(
+                config.sdk, "acp_fast"
+            ),
             "core": config.info.get("core", config.core),
             "backend": config.backend,
             "results": {
@@ -302,7 +307,7 @@ def _ratio_pairs(configs: list[Config]) -> list[tuple[str, Config, Config]]:
     pairs = [
         (f"{config.label.removeprefix('acp_fast ')} / official", config, official)
         for config in configs
-        if config.sdk == "fast" and official is not None
+        if config.sdk in ("fast", "compat") and official is not None
     ]
     for core in ("c", "py"):
         asyncio_config = by_label.get(f"acp_fast {core} asyncio")

@@ -23,8 +23,8 @@ __all__ = ("main",)
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m acp_fast._bench._worker")
-    parser.add_argument("--sdk", choices=("fast", "official"))
-    parser.add_argument("--peer", choices=("fast", "official"))
+    parser.add_argument("--sdk", choices=("fast", "official", "compat"))
+    parser.add_argument("--peer", choices=("fast", "official", "compat"))
     parser.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
     parser.add_argument("--workloads", default="")
     parser.add_argument("--warmup", type=float, default=0.3)
@@ -35,6 +35,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ._fast import run_peer
 
         run_peer(args.backend)
+        return 0
+    if args.peer == "compat":
+        from ._compat import run_peer as run_compat_peer
+
+        run_compat_peer()
         return 0
     if args.peer == "official":
         from ._official import run_peer as run_official_peer
@@ -75,11 +80,19 @@ def _run(sdk: str, workload: str, backend: str, warmup: float, seconds: float) -
 
     import asyncio
 
-    from . import _official
+    if sdk == "compat":
+        from . import _compat
 
-    info = {"core": "-", "backend": "asyncio", "version": _official.VERSION}
-    if workload == "codec":
-        return {**info, **_official.codec_costs()}
+        info = {"core": _compat.core(), "backend": "asyncio"}
+        if workload == "codec":
+            return {**info, **_compat.codec_costs()}
+        _official = _compat.official_code()
+    else:
+        from . import _official
+
+        info = {"core": "-", "backend": "asyncio", "version": _official.VERSION}
+        if workload == "codec":
+            return {**info, **_official.codec_costs()}
     kind, transport, concurrency = workload.split(":")
     rate = asyncio.run(_official.run_workload(kind, transport, int(concurrency), warmup, seconds))
     return {**info, "rate": rate}

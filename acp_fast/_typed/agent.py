@@ -39,9 +39,10 @@ from .._async.requests import SentRequest
 from .._async.roles import Agent
 from .._errors import Error
 from .._transports import Transport, stdio
-from ..schema import v1
+from ..schema import v1, v1_unstable
 from .endpoint import DEFAULT_MAX_CONCURRENT_REQUESTS, Endpoint, overrides
-from .methods import V1_AGENT_METHODS, AgentMethods
+from .lenient import legacy_initialize
+from .methods import V1_AGENT_METHODS, V1_UNSTABLE_AGENT_METHODS, AgentMethods
 
 __all__ = ("BaseAgent", "ClientConnection", "Terminal", "agent_builder", "run_agent", "serve_agent")
 
@@ -111,6 +112,21 @@ class ClientConnection:
         response: v1.CreateTerminalResponse = await self.cx.send_request(request)
         return Terminal(self.cx, session_id, response.terminal_id)
 
+    # -- elicitation ----------------------------------------------------------------
+
+    async def create_elicitation(
+        self, request: v1.CreateElicitationRequestForm | v1.CreateElicitationRequestUrl
+    ) -> v1.CreateElicitationResponse:
+        """Ask the user for structured input; the answer is accept (with
+        content), decline or cancel."""
+        response: v1.CreateElicitationResponse = await self.cx.send_request(request)
+        return response
+
+    async def complete_elicitation(self, elicitation_id: str) -> None:
+        """Tell the client a URL elicitation finished out of band."""
+        self.cx.send_notification(v1.CompleteElicitationNotification(elicitation_id=elicitation_id))
+        await self.cx.drain()
+
     def send_request(self, request: Any) -> SentRequest[Any]:
         """Any other request (typed or ``acp.UntypedMessage``)."""
         return self.cx.send_request(request)
@@ -175,6 +191,10 @@ class BaseAgent(AgentMethods):
     """
 
     max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS
+    #: Opt in to the draft methods (``session/fork``, ``providers/*``,
+    #: ``nes/*``, ``document/*``, ``mcp/message``): define e.g. ``fork_session``
+    #: and it is routed. Every message then decodes to ``v1_unstable`` types.
+    unstable: bool = False
     #: The connection to the client, set when the agent is connected.
     client: ClientConnection
 
@@ -200,7 +220,10 @@ class AgentEndpoint(Endpoint):
     """Serves a BaseAgent: tracks each session's running prompt."""
 
     def __init__(self, agent: BaseAgent) -> None:
-        super().__init__(agent, BaseAgent, V1_AGENT_METHODS, v1, agent.max_concurrent_requests)
+        table, schema = (
+            (V1_UNSTABLE_AGENT_METHODS, v1_unstable) if agent.unstable else (V1_AGENT_METHODS, v1)
+        )
+        super().__init__(agent, BaseAgent, table, schema, agent.max_concurrent_requests)
         self.turns: dict[str, anyio.CancelScope] = {}
 
     def bind(self, cx: ConnectionTo[Any]) -> None:
@@ -244,6 +267,7 @@ def agent_builder(agent: BaseAgent) -> Builder[Any]:
     """A connection builder serving ``agent`` (add more handlers if you like)."""
     endpoint = AgentEndpoint(agent)
     builder = Agent.builder().name(type(agent).__name__)
+    builder.on_receive_request(legacy_initialize(endpoint), "initialize")
     endpoint.install(builder)
     return builder
 

@@ -39,9 +39,9 @@ from .._async.responder import Responder
 from .._async.roles import Client
 from .._errors import Error
 from .._transports import Subprocess, Transport
-from ..schema import v1
+from ..schema import v1, v1_unstable
 from .endpoint import DEFAULT_MAX_CONCURRENT_REQUESTS, Endpoint
-from .methods import V1_CLIENT_METHODS, ClientMethods
+from .methods import V1_CLIENT_METHODS, V1_UNSTABLE_CLIENT_METHODS, ClientMethods
 
 __all__ = ("AgentConnection", "BaseClient", "client_builder", "connect_to_agent", "spawn_agent")
 
@@ -54,6 +54,9 @@ class BaseClient(ClientMethods):
     """
 
     max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS
+    #: Opt in to the draft methods (``mcp/connect``, ``mcp/disconnect``,
+    #: ``mcp/message``); every message then decodes to ``v1_unstable`` types.
+    unstable: bool = False
     #: The connection to the agent, set when connected.
     agent: AgentConnection
 
@@ -65,7 +68,12 @@ class ClientEndpoint(Endpoint):
     """Serves a BaseClient: pending permission requests are cancellable by session."""
 
     def __init__(self, client: BaseClient) -> None:
-        super().__init__(client, BaseClient, V1_CLIENT_METHODS, v1, client.max_concurrent_requests)
+        table, schema = (
+            (V1_UNSTABLE_CLIENT_METHODS, v1_unstable)
+            if client.unstable
+            else (V1_CLIENT_METHODS, v1)
+        )
+        super().__init__(client, BaseClient, table, schema, client.max_concurrent_requests)
         self.permissions: dict[str, set[anyio.CancelScope]] = {}
 
     def begin(self, name: str, request: Any) -> anyio.CancelScope | None:
@@ -191,14 +199,84 @@ class AgentConnection:
         )
         return response
 
-    async def list_sessions(self) -> v1.ListSessionsResponse:
-        response: v1.ListSessionsResponse = await self.cx.send_request(v1.ListSessionsRequest())
+    async def list_sessions(
+        self, *, cursor: str | None = None, cwd: str | None = None
+    ) -> v1.ListSessionsResponse:
+        """One page of the agent's sessions (``next_cursor`` asks for the next)."""
+        request = v1.ListSessionsRequest()
+        if cursor is not None:
+            request.cursor = cursor
+        if cwd is not None:
+            request.cwd = cwd
+        response: v1.ListSessionsResponse = await self.cx.send_request(request)
         return response
 
     async def close_session(self, session_id: str) -> v1.CloseSessionResponse:
         response: v1.CloseSessionResponse = await self.cx.send_request(
             v1.CloseSessionRequest(session_id=session_id)
         )
+        return response
+
+    # -- the rest of the v1 agent methods ------------------------------------------
+
+    async def logout(self) -> v1.LogoutResponse:
+        response: v1.LogoutResponse = await self.cx.send_request(v1.LogoutRequest())
+        return response
+
+    async def delete_session(self, session_id: str) -> v1.DeleteSessionResponse:
+        response: v1.DeleteSessionResponse = await self.cx.send_request(
+            v1.DeleteSessionRequest(session_id=session_id)
+        )
+        return response
+
+    async def resume_session(
+        self,
+        session_id: str,
+        cwd: str,
+        *,
+        mcp_servers: Sequence[v1.McpServer] | None = None,
+        additional_directories: Sequence[str] | None = None,
+    ) -> v1.ResumeSessionResponse:
+        """Reconnect to a session without replaying its history."""
+        request = v1.ResumeSessionRequest(session_id=session_id, cwd=cwd)
+        if mcp_servers is not None:
+            request.mcp_servers = list(mcp_servers)
+        if additional_directories is not None:
+            request.additional_directories = list(additional_directories)
+        response: v1.ResumeSessionResponse = await self.cx.send_request(request)
+        return response
+
+    async def set_session_config_option(
+        self, session_id: str, config_id: str, value: str | bool
+    ) -> v1.SetSessionConfigOptionResponse:
+        """Set a config option: a select option's value id, or a boolean."""
+        request: v1.SetSessionConfigOptionRequest
+        if isinstance(value, bool):
+            request = v1.SetSessionConfigOptionRequestBoolean(
+                session_id=session_id, config_id=config_id, value=value
+            )
+        else:
+            request = v1.SetSessionConfigOptionRequestValueId(
+                session_id=session_id, config_id=config_id, value=value
+            )
+        response: v1.SetSessionConfigOptionResponse = await self.cx.send_request(request)
+        return response
+
+    async def fork_session(
+        self,
+        session_id: str,
+        cwd: str,
+        *,
+        mcp_servers: Sequence[v1_unstable.McpServer] | None = None,
+        additional_directories: Sequence[str] | None = None,
+    ) -> v1_unstable.ForkSessionResponse:
+        """``session/fork`` (unstable schema): a new session with this one's history."""
+        request = v1_unstable.ForkSessionRequest(session_id=session_id, cwd=cwd)
+        if mcp_servers is not None:
+            request.mcp_servers = list(mcp_servers)
+        if additional_directories is not None:
+            request.additional_directories = list(additional_directories)
+        response: v1_unstable.ForkSessionResponse = await self.cx.send_request(request)
         return response
 
     def send_request(self, request: Any) -> SentRequest[Any]:

@@ -86,7 +86,7 @@ class ClientConnectionV2:
     def __init__(self, cx: ConnectionTo[Any]) -> None:
         self.cx = cx
 
-    async def session_update(self, session_id: str, update: Any) -> None:
+    async def session_update(self, session_id: str, update: v2.SessionUpdate) -> None:
         self.cx.send_notification(
             v2.UpdateSessionNotification(session_id=session_id, update=update)
         )
@@ -324,7 +324,7 @@ class AgentConnectionV2:
         return self.cx.send_request(request)
 
     async def initialize(
-        self, info: v2.Implementation, *, capabilities: Any = None
+        self, info: v2.Implementation, *, capabilities: v2.ClientCapabilities | None = None
     ) -> v2.InitializeResponse:
         request = v2.InitializeRequest(protocol_version=2, info=info)
         if capabilities is not None:
@@ -343,9 +343,11 @@ class AgentConnectionV2:
         response: v2.NewSessionResponse = await self._send(v2.NewSessionRequest(cwd=cwd))
         return response
 
-    async def prompt(self, session_id: str, prompt: str | Sequence[Any]) -> str:
+    async def prompt(self, session_id: str, prompt: str | Sequence[v2.ContentBlock]) -> str:
         """Run a turn; returns its stop reason (from the ``idle`` update)."""
-        blocks = [v2.ContentBlockText(text=prompt)] if isinstance(prompt, str) else list(prompt)
+        blocks: list[v2.ContentBlock] = (
+            [v2.ContentBlockText(text=prompt)] if isinstance(prompt, str) else list(prompt)
+        )
         ended = anyio.Event()
         outcome: list[str] = []
 

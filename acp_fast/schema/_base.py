@@ -19,6 +19,7 @@ __all__ = (
     "ObjectUnion",
     "OpenUnion",
     "Request",
+    "RequestUnion",
     "SchemaError",
     "UnionSpec",
     "UnknownVariant",
@@ -133,6 +134,15 @@ class ObjectUnion:
 
     __slots__ = ()
     __acp_union__: ClassVar[UnionSpec]
+
+
+class RequestUnion(ObjectUnion, Generic[ResponseT]):
+    """Marker base of a request payload that is a union; ``ResponseT`` is its result.
+
+    Its members inherit it, so each is typed by the result like a ``Request``.
+    """
+
+    __slots__ = ()
 
 
 class NestedTag(NamedTuple):

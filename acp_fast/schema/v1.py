@@ -24,6 +24,7 @@ from acp_fast.schema._base import (
     ObjectUnion,
     OpenUnion,
     Request,
+    RequestUnion,
     UnionSpec,
     UnknownVariant,
     check_branches,
@@ -1187,7 +1188,7 @@ class SetSessionModeRequest(Request[SetSessionModeResponse], kw_only=True):
     meta: dict[str, Any] | None | UnsetType = field(name="_meta", default=UNSET)
 
 
-class SetSessionConfigOptionRequest(ObjectUnion):
+class SetSessionConfigOptionRequest(RequestUnion[SetSessionConfigOptionResponse]):
     """Params of the ``session/set_config_option`` request (handled by the agent); the result
     is ``SetSessionConfigOptionResponse``.
 
@@ -1482,7 +1483,7 @@ class CreateElicitationResponse(ObjectUnion):
     SIDE: ClassVar[str] = "client"
 
 
-class CreateElicitationRequest(ObjectUnion):
+class CreateElicitationRequest(RequestUnion[CreateElicitationResponse]):
     """Params of the ``elicitation/create`` request (handled by the client); the result is
     ``CreateElicitationResponse``.
 
