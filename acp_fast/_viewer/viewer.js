@@ -291,7 +291,14 @@
     if (inf.cancelledBy !== undefined) links.appendChild(link("cancel-link", inf.cancelledBy, "cancelled by"));
     if (inf.cancels !== undefined) links.appendChild(link("cancel-link", inf.cancels, "cancels"));
     $("detail-json").textContent = JSON.stringify(e.raw !== undefined ? e.raw : e, null, 2);
+    // A link to this message (#event=N), for bug reports.
+    history.replaceState(null, "", "#event=" + i);
     render();
+  }
+
+  function fromHash() {
+    const match = /^#event=(\d+)$/.exec(location.hash);
+    if (match && model && model.info[Number(match[1])]) reveal(Number(match[1]));
   }
 
   function reveal(i) {
@@ -335,6 +342,7 @@
   function start(evs) {
     events = evs;
     refresh();
+    fromHash();
     document.body.dataset.loadMs = performance.now().toFixed(0);
     document.body.dataset.ready = "true";
   }
@@ -368,6 +376,7 @@
       render();
     });
   }
+  window.addEventListener("hashchange", fromHash);
   window.addEventListener("resize", () => {
     drawLanes();
     render();
