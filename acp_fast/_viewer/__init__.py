@@ -39,15 +39,20 @@ def load_events(path: str | Path) -> list[Any]:
     return events
 
 
-def _events_json(path: str | Path) -> str:
-    # Read as raw lines and joined: no decoding and re-encoding of 100k events.
+def _event_lines(path: str | Path) -> list[str]:
+    # Raw lines, joined later: no decoding and re-encoding of 100k events.
+    # A line that is not a whole object (one still being written) is left out.
     parts: list[str] = []
     with open(path, encoding="utf-8", errors="replace") as file:
         for line in file:
             line = line.strip()
             if line.startswith("{") and line.endswith("}"):
                 parts.append(line)
-    return "[" + ",".join(parts) + "]"
+    return parts
+
+
+def _events_json(path: str | Path) -> str:
+    return "[" + ",".join(_event_lines(path)) + "]"
 
 
 def page(events_json: str | None, *, live: bool = False, title: str = "acp trace") -> str:
@@ -72,9 +77,10 @@ def _escape(text: str) -> str:
 
 def export_html(trace: str | Path, out: str | Path) -> int:
     """Write a self-contained page of ``trace`` to ``out``; the event count."""
-    events_json = _events_json(trace)
+    lines = _event_lines(trace)
+    events_json = "[" + ",".join(lines) + "]"
     Path(out).write_text(page(events_json, title=Path(trace).name), encoding="utf-8")
-    return len(load_events(trace))
+    return len(lines)
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -99,7 +105,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
         self.end_headers()
-        self.wfile.write(body)
+        try:
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the page was closed meanwhile
 
     def log_message(self, format: str, *args: Any) -> None:
         pass

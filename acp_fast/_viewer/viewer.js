@@ -382,8 +382,10 @@
     render();
   });
 
-  const embedded = $("trace-data").textContent.trim();
+  const data = $("trace-data");
+  const embedded = data.textContent.trim();
   if (embedded) {
+    data.textContent = ""; // parsed once; the text would double the memory
     start(JSON.parse(embedded));
   } else {
     fetch("/events", { cache: "no-store" })
