@@ -47,20 +47,49 @@ def synthetic_trace(path: Path, messages: int) -> int:
             hops = (("client", "Client", "Conductor"), ("agent", "Conductor", "Agent"))
             lines: list[tuple[str, str, str, str, bytes]] = []
             for hop, a, b in hops:
-                lines.append(("out", hop, a, b, b'{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":"s%d","prompt":[{"type":"text","text":"turn %d"}]}}' % (request_id, turn % 3, turn)))
+                lines.append(
+                    (
+                        "out",
+                        hop,
+                        a,
+                        b,
+                        b'{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":"s%d","prompt":[{"type":"text","text":"turn %d"}]}}'
+                        % (request_id, turn % 3, turn),
+                    )
+                )
             for n in range(UPDATES_PER_TURN):
                 for hop, a, b in reversed(hops):
-                    lines.append(("in", hop, b, a, b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s%d","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"token %d "}}}}' % (turn % 3, n)))
+                    lines.append(
+                        (
+                            "in",
+                            hop,
+                            b,
+                            a,
+                            b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s%d","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"token %d "}}}}'
+                            % (turn % 3, n),
+                        )
+                    )
             cancelled = turn % 10 == 0
             if cancelled:
                 for hop, a, b in hops:
-                    lines.append(("out", hop, a, b, b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":%d}}' % request_id))
+                    lines.append(
+                        (
+                            "out",
+                            hop,
+                            a,
+                            b,
+                            b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":%d}}'
+                            % request_id,
+                        )
+                    )
             for hop, a, b in reversed(hops):
                 if cancelled:
                     body = b'"error":{"code":-32800,"message":"Request cancelled"}'
                 else:
                     body = b'"result":{"stopReason":"end_turn"}'
-                lines.append(("in", hop, b, a, b'{"jsonrpc":"2.0","id":%d,%s}' % (request_id, body)))
+                lines.append(
+                    ("in", hop, b, a, b'{"jsonrpc":"2.0","id":%d,%s}' % (request_id, body))
+                )
             for direction, hop, sender, receiver, data in lines:
                 ts += 0.0001
                 event = build_event(ts, 1.8e9 + ts, direction, hop, sender, receiver, data)

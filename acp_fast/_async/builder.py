@@ -90,10 +90,17 @@ class Builder(Generic[R]):
         self._max_message_size = size
         return self
 
-    def observe(self, observer: Observer) -> Builder[R]:
+    def observe(self, observer: Observer | Callable[[], Observer]) -> Builder[R]:
         """Tell ``observer`` about every message and request of the
-        connection (see ``acp.Observer``, docs/tracing.md)."""
-        self._observers.append(lambda: observer)
+        connection (see ``acp.Observer``, docs/tracing.md).
+
+        Given a callable instead, each connection the builder makes calls it
+        for an observer of its own.
+        """
+        if isinstance(observer, Observer):
+            self._observers.append(lambda: observer)
+        else:
+            self._observers.append(observer)
         return self
 
     def trace(self, sink: TraceSink) -> Builder[R]:

@@ -20,7 +20,7 @@ from typing import Any
 from .._core import SETTLED_ERROR, SETTLED_OK, OutgoingRequest, OversizedLine
 from .._errors import Error
 
-__all__ = ("INCOMING", "OUTGOING", "Observer", "Tap")
+__all__ = ("INCOMING", "OUTGOING", "Observer", "OutgoingRewriter", "Tap")
 
 log = logging.getLogger("acp_fast")
 
@@ -58,20 +58,36 @@ class Observer:
         """The connection ended; nothing more will be reported."""
 
 
+class OutgoingRewriter:
+    """An observer that may change what is sent (acp_fast.otel adds trace
+    context to requests). Internal: the rewriting runs before any observer
+    sees the message, so traces show the bytes as written."""
+
+    def rewrite_outgoing(self, data: bytes) -> bytes:
+        return data
+
+
 class Tap:
     """What a connection calls: fans each event out to its observers."""
 
-    __slots__ = ("_observers",)
+    __slots__ = ("_observers", "_rewriters")
 
     def __init__(self, observers: Sequence[Observer]) -> None:
         self._observers = tuple(observers)
+        self._rewriters = tuple(o for o in observers if isinstance(o, OutgoingRewriter))
 
-    def outgoing(self, data: bytes) -> None:
+    def outgoing(self, data: bytes) -> bytes:
+        for rewriter in self._rewriters:
+            try:
+                data = rewriter.rewrite_outgoing(data)
+            except Exception:
+                log.exception("observer %r failed", rewriter)
         for observer in self._observers:
             try:
                 observer.on_message(OUTGOING, data)
             except Exception:
                 log.exception("observer %r failed", observer)
+        return data
 
     def incoming(self, line: bytes | OversizedLine) -> None:
         if type(line) is bytes:

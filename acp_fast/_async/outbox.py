@@ -59,7 +59,7 @@ class Outbox:
         if self._output_closed:
             raise self._output_broken or Error.internal_error("connection is no longer running")
         if self._observer is not None:
-            self._observer.outgoing(data)
+            data = self._observer.outgoing(data)
         if early and not (self._out or self._sync or self._flush_scheduled or self._wrote_early):
             # A request that is the first output since the last flush is
             # written at once; only what follows it is coalesced into one
