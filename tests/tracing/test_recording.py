@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import msgspec
 import pytest
 
 import acp_fast as acp
@@ -259,3 +260,30 @@ async def test_conductor_trace_records_every_hop_once(anyio_backend: str, tmp_pa
     ]
     assert len(onwards) == 2
     assert all(e["successor"] and e["raw"]["method"] == "_proxy/successor" for e in onwards)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}\n',
+        b'{"jsonrpc":"2.0","id":"a","method":"m"}',
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{}}}',
+        b'{"jsonrpc":"2.0","method":"n","params":{"inner":{"sessionId":3}}}',
+        b'{"jsonrpc":"2.0","id":7,"result":{"stopReason":"end_turn"}}',
+        b'{"jsonrpc":"2.0","id":7,"result":null}',
+        b'{"jsonrpc":"2.0","id":7,"error":{"code":-32800,"message":"Request cancelled"}}',
+        b'{"jsonrpc":"2.0","method":"_proxy/successor","params":{"method":"a","params":{"sessionId":"q"}}}',
+        b'{"jsonrpc":"2.0","id":1,"method":"mcp/message","params":{"method":"tools/call","params":{}}}',
+        b'{"jsonrpc":"2.0","id":1,"method":"m","params":[1,2]}',
+        b'{"id":1}',
+        b"[1, 2]",
+        b"not json",
+    ],
+)
+def test_the_fast_event_encoding_says_what_the_general_one_says(line: bytes):
+    from acp_fast._async.trace import build_event, encode_event
+
+    arguments = (0.25, 1796160271.5, "in", "hop", "Agent", "Client", line)
+    fast = json.loads(encode_event(*arguments))
+    general = json.loads(msgspec.json.encode(build_event(*arguments)))
+    assert fast == general
