@@ -41,6 +41,7 @@ MAX_QUEUED_EVENTS = 100_000
 MAX_QUEUED_BYTES = 64 * 1024 * 1024
 # How often the writer thread looks at the queue when nobody wakes it.
 _POLL_SECONDS = 0.05
+_clock = time.perf_counter
 
 
 class _Message(msgspec.Struct):
@@ -244,7 +245,7 @@ class TraceWriter:
         max_events: int = MAX_QUEUED_EVENTS,
         max_bytes: int = MAX_QUEUED_BYTES,
     ) -> None:
-        self._start = time.perf_counter()
+        self._start = _clock()
         self._start_wall = time.time()
         self._max_events = max_events
         self._max_bytes = max_bytes
@@ -257,6 +258,8 @@ class TraceWriter:
         self._queue: collections.deque[tuple[Any, ...]] = collections.deque()
         self._callback: Callable[[dict[str, Any]], object] | None = None
         self._thread: threading.Thread | None = None
+        # True when record() must not queue: a callback, or closed.
+        self._sync = callable(sink)
         if callable(sink):
             self._callback = sink
             self._file = None
@@ -279,19 +282,9 @@ class TraceWriter:
         oversized: int | None = None,
     ) -> None:
         """Take one message; never blocks (drops it when the queue is full)."""
-        if self._closed:
-            return
-        now = time.perf_counter() - self._start
-        callback = self._callback
-        if callback is not None:
-            self.recorded += 1
-            event = build_event(
-                now, self._start_wall + now, direction, hop, sender, receiver, data, oversized
-            )
-            try:
-                callback(msgspec.json.decode(_encode(event)))
-            except Exception:
-                log.exception("trace callback failed")
+        # The per-message path of a recorded connection: kept to a few steps.
+        if self._sync:
+            self._record_now(direction, hop, sender, receiver, data, oversized)
             return
         queue = self._queue
         if (
@@ -300,9 +293,31 @@ class TraceWriter:
         ):
             self.dropped += 1
             return
-        self.recorded += 1
         self._enqueued_bytes += len(data)
-        queue.append((now, direction, hop, sender, receiver, data, oversized))
+        queue.append((_clock() - self._start, direction, hop, sender, receiver, data, oversized))
+
+    def _record_now(
+        self,
+        direction: str,
+        hop: str,
+        sender: str,
+        receiver: str,
+        data: bytes,
+        oversized: int | None,
+    ) -> None:
+        # A callback, or a closed writer (which ignores what comes late).
+        callback = self._callback
+        if self._closed or callback is None:
+            return
+        now = _clock() - self._start
+        self.recorded += 1
+        event = build_event(
+            now, self._start_wall + now, direction, hop, sender, receiver, data, oversized
+        )
+        try:
+            callback(msgspec.json.decode(_encode(event)))
+        except Exception:
+            log.exception("trace callback failed")
 
     def _write_loop(self) -> None:
         queue = self._queue
@@ -317,6 +332,7 @@ class TraceWriter:
             while queue:
                 now, direction, hop, sender, receiver, data, oversized = queue.popleft()
                 size += len(data)
+                self.recorded += 1  # the writer thread's own counter
                 try:
                     chunk.append(
                         encode_event(
@@ -335,28 +351,32 @@ class TraceWriter:
             if stopping:
                 return
 
-    def close(self) -> None:
-        """Write what is queued, then the summary line; later records are ignored."""
-        if self._closed:
-            return
-        self._closed = True
-        now = time.perf_counter() - self._start
-        summary = {
+    def _summary(self) -> dict[str, Any]:
+        now = _clock() - self._start
+        return {
             "type": "summary",
             "ts": now,
             "wall": self._start_wall + now,
             "recorded": self.recorded,
             "dropped": self.dropped,
         }
+
+    def close(self) -> None:
+        """Write what is queued, then the summary line; later records are ignored."""
+        if self._closed:
+            return
+        self._closed = True
+        self._sync = True
         if self._callback is not None:
             try:
-                self._callback(summary)
+                self._callback(self._summary())
             except Exception:
                 log.exception("trace callback failed")
             return
         assert self._thread is not None and self._file is not None
         self._wake.set()
         self._thread.join()
+        summary = self._summary()
         self._file.write(_encode(summary) + b"\n")
         self._file.close()
 
