@@ -341,7 +341,7 @@ class TraceWriter:
                     )
                 except Exception:  # never lose the rest of the trace
                     log.exception("trace event not written")
-                if len(chunk) >= 1024:
+                if len(chunk) >= 256:  # a write releases the GIL: the loop gets its turn
                     write(b"\n".join(chunk) + b"\n")
                     chunk.clear()
             if chunk:
