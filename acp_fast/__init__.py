@@ -25,6 +25,7 @@ from ._async.messages import RequestDispatch as RequestDispatch
 from ._async.messages import ResponseDispatch as ResponseDispatch
 from ._async.messages import UntypedMessage as UntypedMessage
 from ._async.messages import is_cancel_request_notification as is_cancel_request_notification
+from ._async.observe import Observer as Observer
 from ._async.requests import AbandonedRequestWarning as AbandonedRequestWarning
 from ._async.requests import PreparedRequest as PreparedRequest
 from ._async.requests import RequestCancellationHandle as RequestCancellationHandle
@@ -36,6 +37,7 @@ from ._async.roles import Client as Client
 from ._async.roles import Proxy as Proxy
 from ._async.roles import Role as Role
 from ._async.roles import UntypedRole as UntypedRole
+from ._async.trace import TraceWriter as TraceWriter
 from ._errors import Error as Error
 from ._errors import ErrorCode as ErrorCode
 from ._errors import is_incoming_transport_closed as is_incoming_transport_closed
@@ -137,6 +139,7 @@ __all__ = (
     "HandlerEntry",
     "NotHandled",
     "NotificationDispatch",
+    "Observer",
     "PreparedRequest",
     "Proxy",
     "RequestCancellation",
@@ -151,6 +154,7 @@ __all__ = (
     "SocketTransport",
     "Subprocess",
     "Terminal",
+    "TraceWriter",
     "Transport",
     "UntypedMessage",
     "UntypedRole",

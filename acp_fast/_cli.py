@@ -4,6 +4,7 @@
 ``acp-fast example-agent``   run the bundled example agent on stdio
 ``acp-fast example-proxy``   run the bundled example proxy on stdio (under a conductor)
 ``acp-fast conductor``       serve a chain of proxies in front of an agent on stdio
+``acp-fast trace``           record an editor-agent conversation, or view a trace
 ``acp-fast bench``           throughput table: acp_fast (both cores) beside the official SDK
 ``acp-fast codegen``         regenerate the typed bindings (a source checkout only)
 """
@@ -18,6 +19,11 @@ __all__ = ("main",)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    if arguments[:1] == ["trace"]:  # its arguments hold a command line of their own
+        from ._trace_cli import main as trace_main
+
+        return trace_main(arguments[1:])
     parser = argparse.ArgumentParser(prog="acp-fast", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -50,6 +56,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     conductor.add_argument("--agent", required=True, metavar="CMD", help="the agent command")
     conductor.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
+    conductor.add_argument(
+        "--trace", metavar="FILE", help="record every hop's messages to FILE (docs/tracing.md)"
+    )
+
+    from ._trace_cli import add_parser as add_trace_parser
+
+    add_trace_parser(commands)
 
     from ._bench._runner import DESCRIPTION, add_arguments
 
@@ -81,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "conductor":
         from .conductor import run_conductor
 
-        return run_conductor(args.proxy, args.agent, backend=args.backend)
+        return run_conductor(args.proxy, args.agent, backend=args.backend, trace=args.trace)
     if args.command == "bench":
         from ._bench._runner import run as run_bench
 

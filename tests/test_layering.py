@@ -39,7 +39,7 @@ LAYERS = {
     "conductor": 4,
 }
 TOP = 5
-LEAVES = ("schema", "_errors")
+LEAVES = ("schema", "_errors", "_viewer")
 # The one exception: ``acp-fast codegen`` runs the generator when acp_fast
 # runs from a source checkout (and says so when codegen/ is not there).
 ALLOWED = {("acp_fast._cli", "codegen.__main__")}

@@ -41,6 +41,8 @@ from .handlers import (
     as_async,
     peer_style_for,
 )
+from .observe import Observer, Tap
+from .trace import HopRecorder, TraceSink, TraceWriter
 
 if TYPE_CHECKING:
     from .roles import Role
@@ -66,6 +68,7 @@ class Builder(Generic[R]):
         self._runners: list[Callable[..., Awaitable[object]]] = []
         self._name: str | None = None
         self._max_message_size = DEFAULT_MAX_LINE
+        self._observers: list[Callable[[], Observer]] = []
 
     @property
     def role(self) -> Role:
@@ -85,6 +88,38 @@ class Builder(Generic[R]):
         if size < 1:
             raise ValueError("size must be positive")
         self._max_message_size = size
+        return self
+
+    def observe(self, observer: Observer | Callable[[], Observer]) -> Builder[R]:
+        """Tell ``observer`` about every message and request of the
+        connection (see ``acp.Observer``, docs/tracing.md).
+
+        Given a callable instead, each connection the builder makes calls it
+        for an observer of its own.
+        """
+        if isinstance(observer, Observer):
+            self._observers.append(lambda: observer)
+        else:
+            self._observers.append(observer)
+        return self
+
+    def trace(self, sink: TraceSink) -> Builder[R]:
+        """Record every message of each connection made by this builder.
+
+        ``sink`` is a path (an NDJSON file of docs/tracing.md, truncated at
+        the start of each connection) or a callable given each event as a
+        dict. Recording never blocks the connection: a file is written by a
+        thread, and messages beyond a bounded queue are dropped and counted
+        in the summary line.
+        """
+        local, peer = _ends_of(self._role)
+        name = self._name
+
+        def recorder() -> Observer:
+            writer = TraceWriter(sink)
+            return HopRecorder(writer, name or f"{local}-{peer}", local, peer, owns_writer=True)
+
+        self._observers.append(recorder)
         return self
 
     # -- handlers ------------------------------------------------------------
@@ -184,6 +219,7 @@ class Builder(Generic[R]):
     def with_connection_builder(self, other: Builder[Any]) -> Builder[R]:
         """Append another builder's handlers, runners and close callbacks."""
         self._handlers.extend(other._handlers)
+        self._observers.extend(other._observers)
         self._runners.extend(other._runners)
         self._close_callbacks.extend(other._close_callbacks)
         return self
@@ -247,6 +283,8 @@ class _Connecting(Generic[R]):
             max_message_size=builder._max_message_size,
             reactive=self._reactive,
         )
+        if builder._observers:
+            conn._observer = Tap([make() for make in builder._observers])
         self._group = anyio.create_task_group()
         try:
             await self._group.__aenter__()
@@ -281,6 +319,8 @@ class _Connecting(Generic[R]):
             conn._shutdown()
             with anyio.CancelScope(shield=True):
                 await self._channel_context.__aexit__(None, None, None)
+            if conn._observer is not None:
+                conn._observer.close()
         error = conn._take_error()
         if suppressed:
             # The block was cancelled because the connection failed: raise
@@ -288,3 +328,17 @@ class _Connecting(Generic[R]):
             raise error if error is not None else Error.internal_error("connection stopped")
         if exc is None and error is not None:
             raise error
+
+
+def _ends_of(role: Role) -> tuple[str, str]:
+    """Names of the two ends of a connection of ``role``, for traces."""
+    local = type(role).__name__
+    peers = {
+        "Client": "Agent",
+        "Agent": "Client",
+        "Proxy": "Conductor",
+        "ConductorToProxy": "Proxy",
+    }
+    if local == "ConductorToProxy":
+        return "Conductor", "Proxy"
+    return local, peers.get(local, "Peer")

@@ -191,6 +191,8 @@ class Dispatcher(Outbox):
             self._settle(request, SETTLED_ERROR, payload)
             return
         self._table.register(request)
+        if self._observer is not None:
+            self._observer.request_sent(request)
         self._enqueue(payload, True)
         request.arm()
 
@@ -491,6 +493,8 @@ class Dispatcher(Outbox):
         """Fill a request's response slot and hand it to its consumer."""
         if not request.settle(settlement, value):
             return
+        if self._observer is not None:
+            self._observer.request_settled(request, settlement, value)
         if request.data is not None:  # a call saved per response (hot path)
             _unwatch(request)
         consumer = request.consumer

@@ -188,6 +188,8 @@ class Inbound(Dispatcher):
 
     def _receive(self, line: bytes | OversizedLine) -> Coroutine[Any, Any, object] | None:
         """Handle one line; returns a coroutine when handlers must run."""
+        if self._observer is not None:
+            self._observer.incoming(line)
         if type(line) is not bytes:
             self._receive_oversized(cast(OversizedLine, line))
             return None

@@ -19,6 +19,7 @@ from .._io.channel import Channel, ChannelError
 from . import _wire
 from .handlers import PeerStyle
 from .messages import CANCEL_REQUEST_METHOD, SUCCESSOR_METHOD
+from .observe import Tap
 
 __all__ = ("HIGH_WATER", "Outbox")
 
@@ -52,10 +53,13 @@ class Outbox:
         self._sync = False  # the dispatch loop runs synchronously and flushes itself
         self._output_closed = False
         self._output_broken: Error | None = None  # why writing stopped
+        self._observer: Tap | None = None  # set by the builder (observe.py)
 
     def _enqueue(self, data: bytes, early: bool = False) -> None:
         if self._output_closed:
             raise self._output_broken or Error.internal_error("connection is no longer running")
+        if self._observer is not None:
+            data = self._observer.outgoing(data)
         if early and not (self._out or self._sync or self._flush_scheduled or self._wrote_early):
             # A request that is the first output since the last flush is
             # written at once; only what follows it is coalesced into one
@@ -118,6 +122,8 @@ class Outbox:
         log.debug("transport write failed: %s", exc)
 
     def _send_cancel(self, request: OutgoingRequest) -> None:
+        if self._observer is not None:
+            self._observer.request_cancelled(request)
         params = {"requestId": request.id}
         if request.route is _SUCCESSOR:
             data = _wire.encode_notification(

@@ -9,6 +9,8 @@ counts the typed notifications it receives, reading each chunk's text.
 
 from __future__ import annotations
 
+import itertools
+import os
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -110,6 +112,9 @@ def _transport(kind: str, backend: str) -> tuple[acp.Transport | None, acp.Trans
     raise ValueError(f"unknown transport {kind!r}")
 
 
+_trace_numbers = itertools.count()
+
+
 @asynccontextmanager
 async def connected(
     transport: str, backend: str, counter: Counter | None = None
@@ -118,6 +123,10 @@ async def connected(
     (a socketpair in this process), "memory" or "stdio" (a child process)."""
     agent_end, client_end = _transport(transport, backend)
     client = acp.Client.builder().name("bench-client")
+    trace_dir = os.environ.get("ACP_FAST_BENCH_TRACE_DIR")
+    if trace_dir:
+        name = f"bench-{os.getpid()}-{next(_trace_numbers)}-{transport}.jsons"
+        client.trace(os.path.join(trace_dir, name))
     if counter is not None:
         client.on_receive_notification(counter.on_update, v1.SessionNotification)
     async with anyio.create_task_group() as group:

@@ -70,6 +70,10 @@ class Config:
         return statistics.median(values) if values else None
 
 
+# Set for the workers by --trace-dir; read by _fast.connected.
+TRACE_DIR_VARIABLE = "ACP_FAST_BENCH_TRACE_DIR"
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``acp-fast bench``."""
     parser.add_argument("--quick", action="store_true", help="one short round (about 20 s)")
@@ -84,6 +88,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rounds", type=int, help="rounds per configuration (default 5)")
     parser.add_argument("--seconds", type=float, help="measuring window per workload")
     parser.add_argument("--no-official", action="store_true", help="leave the official SDK out")
+    parser.add_argument(
+        "--trace-dir",
+        metavar="DIR",
+        help="record acp_fast's client connections to trace files in DIR "
+        "(to measure what tracing costs; docs/tracing.md)",
+    )
 
 
 DESCRIPTION = (
@@ -100,6 +110,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     backends = list(dict.fromkeys(args.backend or ["asyncio"]))
+    if args.trace_dir:
+        # The workers inherit the environment (Config.env).
+        os.environ[TRACE_DIR_VARIABLE] = os.path.abspath(args.trace_dir)
     # Five short rounds beat three long ones on a noisy machine: a slow spell
     # then spoils one round of each configuration, and the median drops it.
     rounds = args.rounds or (1 if args.quick else 5)

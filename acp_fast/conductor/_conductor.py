@@ -51,6 +51,7 @@ from .._async.messages import (
 )
 from .._async.responder import Responder
 from .._async.roles import INITIALIZE_METHOD, Agent, Client, ConductorToProxy, Role, pace
+from .._async.trace import HopRecorder, TraceSink, TraceWriter
 from .._errors import Error
 from .._transports import Subprocess, Transport
 from .._transports.memory import memory_pair
@@ -88,11 +89,14 @@ class Conductor:
         agent: Component,
         name: str = "conductor",
         grace_period: float = 2.0,
+        trace: TraceSink | None = None,
     ) -> None:
         self.proxies = [_checked(component) for component in proxies]
         self.agent = _checked(agent)
         self.name = name
         self.grace_period = grace_period
+        # Where each run records every hop (docs/tracing.md), if anywhere.
+        self.trace = trace
 
     async def serve(self, transport: Transport) -> None:
         """Start the components, then serve the client on ``transport``.
@@ -142,6 +146,7 @@ class _Chain:
         # links_closed[i]: the connection to component i was closed.
         self.links_closed = [anyio.Event() for _ in self.components]
         self.ended: str | None = None
+        self.trace: TraceWriter | None = None
 
     def label(self, index: int) -> str:
         return f"proxy {index}" if index < self.proxy_count else "agent"
@@ -152,7 +157,21 @@ class _Chain:
             self.ended = reason
         self.stopping.set()
 
+    def traced(self, builder: Builder[Any], hop: str, peer: str) -> Builder[Any]:
+        if self.trace is not None:
+            builder.observe(HopRecorder(self.trace, hop, "Conductor", peer))
+        return builder
+
     async def serve(self, transport: Transport) -> None:
+        if self.conductor.trace is not None:
+            self.trace = TraceWriter(self.conductor.trace)
+        try:
+            await self._serve(transport)
+        finally:
+            if self.trace is not None:
+                self.trace.close()
+
+    async def _serve(self, transport: Transport) -> None:
         failure: Exception | None = None
         async with anyio.create_task_group() as group:
             try:
@@ -231,11 +250,13 @@ class _Chain:
         async def notification(message: Any, cx: Any) -> None:
             await self._to_component(0, NotificationDispatch(message))
 
-        return (
+        return self.traced(
             Agent.builder()
             .name(self.conductor.name)
             .on_receive_request(request)
-            .on_receive_notification(notification)
+            .on_receive_notification(notification),
+            "client",
+            "Client",
         )
 
     def _link_builder(self, index: int) -> Builder[Any]:
@@ -249,11 +270,13 @@ class _Chain:
 
         if index == self.proxy_count:
             # The agent: everything it sends goes towards the client.
-            return (
+            return self.traced(
                 Client.builder()
                 .name(name)
                 .on_receive_request(leftward_request)
-                .on_receive_notification(leftward_notification)
+                .on_receive_notification(leftward_notification),
+                "agent",
+                "Agent",
             )
 
         async def rightward_request(message: Any, responder: Responder[Any], cx: Any) -> None:
@@ -264,13 +287,15 @@ class _Chain:
 
         # A proxy: what it wraps for its agent side goes right (unwrapped by
         # the peer=Agent handlers), what it sends plainly goes left.
-        return (
+        return self.traced(
             ConductorToProxy.builder()
             .name(name)
             .on_receive_request(rightward_request, peer=Agent)
             .on_receive_notification(rightward_notification, peer=Agent)
             .on_receive_request(leftward_request, peer=Client)
-            .on_receive_notification(leftward_notification, peer=Client)
+            .on_receive_notification(leftward_notification, peer=Client),
+            f"proxy:{index}",
+            f"Proxy({index})",
         )
 
     # -- routing ----------------------------------------------------------------
@@ -355,7 +380,11 @@ async def _first_of(*waits: Callable[[], Awaitable[object]]) -> None:
 
 
 def run_conductor(
-    proxy_commands: Sequence[str], agent_command: str, *, backend: str = "asyncio"
+    proxy_commands: Sequence[str],
+    agent_command: str,
+    *,
+    backend: str = "asyncio",
+    trace: str | None = None,
 ) -> int:
     """``acp-fast conductor``: serve the chain on stdio; the exit status."""
     import sys
@@ -364,6 +393,7 @@ def run_conductor(
         conductor = Conductor(
             proxies=[shlex.split(command) for command in proxy_commands],
             agent=shlex.split(agent_command),
+            trace=trace,
         )
     except (TypeError, ValueError) as exc:
         print(f"acp-fast conductor: {exc}", file=sys.stderr)

@@ -50,11 +50,13 @@ class DemoClient(acp.BaseClient):
         return v1.WriteTextFileResponse()
 
 
-async def demo() -> None:
+async def demo(command: list[str] | None = None) -> None:
+    """Run the demo against ``command`` (default: the example agent)."""
     from acp_fast._core import IMPLEMENTATION
 
     client = DemoClient()
-    command = [sys.executable, "-m", "acp_fast", "example-agent"]
+    if command is None:
+        command = [sys.executable, "-m", "acp_fast", "example-agent"]
     print(
         f"acp_fast {acp.__version__} demo (core: {'compiled' if IMPLEMENTATION == 'c' else 'pure Python'})"
     )

@@ -1,0 +1,289 @@
+"""Recording wire traces (docs/tracing.md): ``builder.trace``, ``acp-fast
+trace -- AGENT`` between a client and a real agent process, and
+``acp-fast conductor --trace`` through a chain of real processes."""
+
+from __future__ import annotations
+
+import collections
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+import pytest
+
+import acp_fast as acp
+from acp_fast.schema import v1
+
+from .helpers import (
+    AGENT_SCRIPT,
+    PROCESS_TIMEOUT,
+    PROXY_SCRIPT,
+    Recording,
+    agent_command,
+    canonical,
+    command,
+    read_trace,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+def prompt(text: str) -> v1.PromptRequest:
+    return v1.PromptRequest(session_id="chain-session", prompt=[v1.ContentBlockText(text=text)])
+
+
+async def conversation(cx: acp.ConnectionTo[Any]) -> dict[str, Any]:
+    """A normal turn, a cancelled one, and the agent's report."""
+    await cx.send_request(v1.InitializeRequest(protocol_version=1))
+    session = await cx.send_request(v1.NewSessionRequest(cwd="/", mcp_servers=[]))
+    assert session.session_id == "chain-session"
+    done = await cx.send_request(prompt("hello"))
+    assert done.stop_reason == "end_turn"
+    parked = cx.send_request(prompt("park"))
+    parked.cancel()
+    with pytest.raises(acp.Error) as caught:
+        await parked
+    assert caught.value.code == acp.ErrorCode.REQUEST_CANCELLED
+    report: dict[str, Any] = await cx.send_request(acp.UntypedMessage("test/report", {}))
+    return report
+
+
+def check_event_shapes(events: list[dict[str, Any]]) -> None:
+    for event in events:
+        assert event["dir"] in ("in", "out")
+        assert isinstance(event["wall"], float) and isinstance(event["ts"], float)
+        if event["type"] in ("request", "notification"):
+            assert event["protocol"] == "acp" and isinstance(event["method"], str)
+            assert "params" in event
+        if event["type"] == "response":
+            assert isinstance(event["is_error"], bool) and "payload" in event
+        assert "raw" in event
+    stamps = [event["ts"] for event in events]
+    assert stamps == sorted(stamps), "monotonic timestamps, in recording order"
+
+
+async def test_builder_trace_records_every_message_of_the_connection(
+    anyio_backend: str, tmp_path: Path
+):
+    path = tmp_path / "client.jsons"
+    seen = Recording()
+    agent = acp.Subprocess(agent_command(anyio_backend))
+    builder = acp.Client.builder().name("editor").observe(seen).trace(path)
+    with anyio.fail_after(PROCESS_TIMEOUT):
+        async with builder.connect(agent) as cx:
+            await conversation(cx)
+    events, summary = read_trace(path)
+    assert summary["recorded"] == len(events) == len(seen.messages)
+    assert summary["dropped"] == 0
+    check_event_shapes(events)
+    # The raw JSON of each event is the message as it crossed, in order.
+    assert [(e["dir"], canonical(e["raw"])) for e in events] == [
+        (d, canonical(json.loads(data))) for d, data in seen.messages
+    ]
+    assert {e["hop"] for e in events} == {"editor"}
+    outgoing = [e for e in events if e["dir"] == "out"]
+    assert {(e["from"], e["to"]) for e in outgoing} == {("Client", "Agent")}
+    prompts = [e for e in outgoing if e.get("method") == "session/prompt"]
+    assert [e["session"] for e in prompts] == ["chain-session", "chain-session"]
+    cancel = next(e for e in outgoing if e.get("method") == "$/cancel_request")
+    assert cancel["params"] == {"requestId": prompts[1]["id"]}
+    answer = next(e for e in events if e["type"] == "response" and e["id"] == prompts[1]["id"])
+    assert answer["is_error"] and answer["payload"]["code"] == -32800
+
+
+async def test_builder_trace_to_a_callback_gets_each_event_as_a_dict(anyio_backend: str):
+    events: list[dict[str, Any]] = []
+    agent = acp.Subprocess(agent_command(anyio_backend))
+    with anyio.fail_after(PROCESS_TIMEOUT):
+        async with acp.Client.builder().trace(events.append).connect(agent) as cx:
+            await cx.send_request(v1.InitializeRequest(protocol_version=1))
+    assert [e["type"] for e in events] == ["request", "response", "summary"]
+    assert events[0]["method"] == "initialize"
+    assert events[1]["payload"]["protocolVersion"] == 1
+    assert events[2]["recorded"] == 2
+
+
+def test_a_full_queue_drops_and_counts_and_never_blocks(tmp_path: Path):
+    path = tmp_path / "dropping.jsons"
+    writer = acp.TraceWriter(path, max_events=1)
+    line = b'{"jsonrpc":"2.0","method":"n","params":{}}'
+    for _ in range(2000):
+        writer.record("out", "hop", "Client", "Agent", line)
+    writer.close()
+    events, summary = read_trace(path)
+    assert summary["recorded"] + summary["dropped"] == 2000
+    assert summary["dropped"] > 0
+    assert len(events) == summary["recorded"]
+    writer.record("out", "hop", "Client", "Agent", line)  # after close: ignored
+    assert read_trace(path)[1] == summary
+
+
+def test_lines_that_are_not_messages_are_recorded_as_they_are(tmp_path: Path):
+    path = tmp_path / "odd.jsons"
+    writer = acp.TraceWriter(path)
+    writer.record("in", "h", "Agent", "Client", b"not json")
+    writer.record("in", "h", "Agent", "Client", b'[{"jsonrpc":"2.0","method":"a"}]')
+    writer.record("in", "h", "Agent", "Client", b'{"jsonrpc":"2.0","id":1,"result":null}')
+    writer.record(
+        "in",
+        "h",
+        "Agent",
+        "Client",
+        b'{"jsonrpc":"2.0","method":"_proxy/successor","params":'
+        b'{"method":"session/update","params":{"sessionId":"s"}}}',
+    )
+    writer.close()
+    events, _ = read_trace(path)
+    assert [e["type"] for e in events] == ["invalid", "batch", "response", "notification"]
+    assert events[0]["text"] == "not json"
+    assert events[2]["payload"] is None and events[2]["is_error"] is False
+    assert events[3]["method"] == "session/update" and events[3]["successor"] is True
+    assert events[3]["session"] == "s"
+    assert events[3]["raw"]["method"] == "_proxy/successor"
+
+
+async def test_acp_fast_trace_sits_between_editor_and_agent(anyio_backend: str, tmp_path: Path):
+    path = tmp_path / "tap.jsons"
+    seen = Recording()
+    tap = acp.Subprocess(
+        [
+            sys.executable,
+            "-m",
+            "acp_fast",
+            "trace",
+            "--out",
+            str(path),
+            "--",
+            sys.executable,
+            str(AGENT_SCRIPT),
+            anyio_backend,
+        ]  # fmt: skip
+    )
+    with anyio.fail_after(PROCESS_TIMEOUT):
+        async with acp.Client.builder().observe(seen).connect(tap) as cx:
+            report = await conversation(cx)
+    assert tap.returncode == 0
+    assert report["cancels"] == report["parked"]
+    events, summary = read_trace(path)
+    assert summary["dropped"] == 0
+    check_event_shapes(events)
+    # Every line both ways, exactly once, as the editor sent and received it.
+    recorded = collections.Counter((e["dir"], canonical(e["raw"])) for e in events)
+    expected = collections.Counter((d, canonical(json.loads(data))) for d, data in seen.messages)
+    assert recorded == expected
+    assert {(e["dir"], e["from"], e["to"]) for e in events} == {
+        ("out", "Client", "Agent"),
+        ("in", "Agent", "Client"),
+    }
+
+
+def conductor_process(backend: str, trace: Path) -> acp.Subprocess:
+    python = sys.executable
+    return acp.Subprocess(
+        [
+            python,
+            "-m",
+            "acp_fast",
+            "conductor",
+            "--backend",
+            backend,
+            "--trace",
+            str(trace),
+            "--proxy",
+            command(python, "-m", "acp_fast", "example-proxy", "--backend", backend),
+            "--proxy",
+            command(python, PROXY_SCRIPT, backend),
+            "--agent",
+            command(python, AGENT_SCRIPT, backend),
+        ]  # fmt: skip
+    )
+
+
+async def test_conductor_trace_records_every_hop_once(anyio_backend: str, tmp_path: Path):
+    path = tmp_path / "chain.jsons"
+    seen = Recording()
+    conductor = conductor_process(anyio_backend, path)
+    with anyio.fail_after(PROCESS_TIMEOUT):
+        async with acp.Client.builder().observe(seen).connect(conductor) as cx:
+            report = await conversation(cx)
+    assert conductor.returncode == 0
+    events, summary = read_trace(path)
+    assert summary["dropped"] == 0 and summary["recorded"] == len(events)
+    check_event_shapes(events)
+    assert {e["hop"] for e in events} == {"client", "proxy:0", "proxy:1", "agent"}
+
+    # No message is recorded twice on a hop.
+    crossings = collections.Counter((e["hop"], e["dir"], canonical(e["raw"])) for e in events)
+    assert max(crossings.values()) == 1
+    # The client's hop holds exactly what the client sent and received.
+    client_hop = collections.Counter(
+        ("in" if e["dir"] == "out" else "out", canonical(e["raw"]))
+        for e in events
+        if e["hop"] == "client"
+    )
+    assert client_hop == collections.Counter(
+        (d, canonical(json.loads(data))) for d, data in seen.messages
+    )
+    # Each prompt enters and leaves each proxy once, and reaches the agent once.
+    prompts = collections.Counter(
+        (e["hop"], e["from"], e["to"]) for e in events if e.get("method") == "session/prompt"
+    )
+    assert prompts == {
+        ("client", "Client", "Conductor"): 2,
+        ("proxy:0", "Conductor", "Proxy(0)"): 2,
+        ("proxy:0", "Proxy(0)", "Conductor"): 2,
+        ("proxy:1", "Conductor", "Proxy(1)"): 2,
+        ("proxy:1", "Proxy(1)", "Conductor"): 2,
+        ("agent", "Conductor", "Agent"): 2,
+    }
+    # One $/cancel_request per hop, each with that hop's own id of the prompt.
+    cancels = [e for e in events if e.get("method") == "$/cancel_request"]
+    assert collections.Counter((e["hop"], e["from"]) for e in cancels) == {
+        ("client", "Client"): 1,
+        ("proxy:0", "Conductor"): 1,
+        ("proxy:0", "Proxy(0)"): 1,
+        ("proxy:1", "Conductor"): 1,
+        ("proxy:1", "Proxy(1)"): 1,
+        ("agent", "Conductor"): 1,
+    }
+    agent_cancel = next(e for e in cancels if e["hop"] == "agent")
+    assert [agent_cancel["params"]["requestId"]] == report["cancels"] == report["parked"]
+    # What a proxy sends on towards the agent is shown unwrapped, the
+    # envelope kept in "raw".
+    onwards = [
+        e
+        for e in events
+        if e["hop"] == "proxy:0" and e["from"] == "Proxy(0)" and e.get("method") == "session/prompt"
+    ]
+    assert len(onwards) == 2
+    assert all(e["successor"] and e["raw"]["method"] == "_proxy/successor" for e in onwards)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}\n',
+        b'{"jsonrpc":"2.0","id":"a","method":"m"}',
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{}}}',
+        b'{"jsonrpc":"2.0","method":"n","params":{"inner":{"sessionId":3}}}',
+        b'{"jsonrpc":"2.0","id":7,"result":{"stopReason":"end_turn"}}',
+        b'{"jsonrpc":"2.0","id":7,"result":null}',
+        b'{"jsonrpc":"2.0","id":7,"error":{"code":-32800,"message":"Request cancelled"}}',
+        b'{"jsonrpc":"2.0","method":"_proxy/successor","params":{"method":"a","params":{"sessionId":"q"}}}',
+        b'{"jsonrpc":"2.0","id":1,"method":"mcp/message","params":{"method":"tools/call","params":{}}}',
+        b'{"jsonrpc":"2.0","id":1,"method":"m","params":[1,2]}',
+        b'{"id":1}',
+        b"[1, 2]",
+        b"not json",
+    ],
+)
+def test_the_fast_event_encoding_says_what_the_general_one_says(line: bytes):
+    from acp_fast._async.trace import build_event, encode_event
+
+    arguments = (0.25, 1796160271.5, "in", "hop", "Agent", "Client", line)
+    fast = json.loads(encode_event(*arguments))
+    general = json.loads(msgspec.json.encode(build_event(*arguments)))
+    assert fast == general

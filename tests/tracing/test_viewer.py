@@ -1,0 +1,235 @@
+"""The trace viewer (docs/tracing.md) in a real browser: Debian's chromium,
+headless, on a trace of the demo recorded through a conductor with the
+example proxy; and its server, run as ``acp-fast trace view``."""
+
+from __future__ import annotations
+
+import html.parser
+import json
+import shutil
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from acp_fast._viewer import export_html, make_server, page
+from acp_fast.examples.demo import demo
+
+from .helpers import PROCESS_TIMEOUT, command, read_trace
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
+BROWSER_TIMEOUT = 40.0
+
+
+def chromium(tmp_path: Path, url: str, *extra: str) -> str:
+    """Run headless chromium on ``url``; its stdout (the DOM with --dump-dom)."""
+    assert CHROMIUM is not None
+    profile = tmp_path / "profile"
+    argv = [
+        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--no-first-run", "--disable-dev-shm-usage", f"--user-data-dir={profile}",
+        "--window-size=1400,2400", "--virtual-time-budget=5000", *extra, url,
+    ]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, timeout=BROWSER_TIMEOUT, check=True)
+    return done.stdout.decode("utf-8", "replace")
+
+
+class Elements(html.parser.HTMLParser):
+    """Every element of a dumped DOM: (tag, attributes, text)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.elements: list[tuple[str, dict[str, str], list[str]]] = []
+        self._open: list[list[str]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        text: list[str] = []
+        self.elements.append((tag, {k: v or "" for k, v in attrs}, text))
+        if tag not in ("meta", "input", "br", "link"):
+            self._open.append(text)
+
+    def handle_endtag(self, tag: str) -> None:
+        if self._open:
+            self._open.pop()
+
+    def handle_data(self, data: str) -> None:
+        for text in self._open:
+            text.append(data)
+
+    def having(self, cls: str) -> list[tuple[dict[str, str], str]]:
+        return [
+            (attrs, "".join(text))
+            for _, attrs, text in self.elements
+            if cls in attrs.get("class", "").split()
+        ]
+
+
+@pytest.fixture(scope="module")
+def demo_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo (a normal turn, session/cancel, $/cancel_request) recorded by
+    a conductor in front of the example proxy and the example agent."""
+    path = tmp_path_factory.mktemp("demo") / "demo.jsons"
+    python = sys.executable
+    conductor = [
+        python, "-m", "acp_fast", "conductor", "--trace", str(path),
+        "--proxy", command(python, "-m", "acp_fast", "example-proxy"),
+        "--agent", command(python, "-m", "acp_fast", "example-agent"),
+    ]  # fmt: skip
+
+    async def run() -> None:
+        with anyio.fail_after(PROCESS_TIMEOUT):
+            await demo(conductor)
+
+    anyio.run(run)
+    return path
+
+
+@needs_chromium
+def test_the_viewer_draws_lanes_pairs_and_cancel_links(demo_trace: Path, tmp_path: Path):
+    events, _ = read_trace(demo_trace)
+    out = tmp_path / "demo.html"
+    assert export_html(demo_trace, out) == len(events) + 1
+    dom = Elements()
+    dom.feed(chromium(tmp_path, out.as_uri(), "--dump-dom"))
+
+    body = next(attrs for tag, attrs, _ in dom.elements if tag == "body")
+    assert body.get("data-ready") == "true"
+    assert [text for _, text in dom.having("lane")] == ["Client", "Conductor", "Proxy(0)", "Agent"]
+
+    rows = {attrs["data-index"]: (attrs, text) for attrs, text in dom.having("row")
+            if "data-index" in attrs}  # fmt: skip
+    # Every request of the demo is joined to its answer, both ways, with a latency.
+    requests = [i for i, e in enumerate(events) if e["type"] == "request"]
+    assert requests
+    for i in requests:
+        attrs, text = rows[str(i)]
+        answer = attrs["data-pair"]
+        assert events[int(answer)]["type"] == "response"
+        assert events[int(answer)]["id"] == events[i]["id"]
+        assert rows[answer][0]["data-pair"] == str(i)
+        assert float(attrs["data-latency"]) >= 0 and " ms" in text
+
+    links = {attrs["data-target"]: text for attrs, text in dom.having("cancel-link")}
+    cancelled = {events[int(target)]["method"] for target in links}
+    assert cancelled == {"session/prompt", "_example/slow"}
+    # $/cancel_request on every hop (client, into and out of the proxy, agent)
+    # points at that hop's own request.
+    slow = [i for i in requests if events[i]["method"] == "_example/slow"]
+    assert len(slow) == 4
+    for i in slow:
+        assert str(i) in links
+        attrs, text = rows[str(i)]
+        assert "cancelled" in attrs["class"].split() and "cancelled" in text
+        answer_attrs, answer_text = rows[attrs["data-pair"]]
+        assert "-32800" in answer_text and "error" in answer_attrs["class"].split()
+    # The turn stopped by session/cancel is marked too.
+    session_cancels = [attrs for attrs, text in dom.having("row") if "session/cancel" in text]
+    assert len(session_cancels) == 4 and all(
+        "cancel" in a["class"].split() for a in session_cancels
+    )
+
+    groups = dom.having("group")
+    assert groups, "session/update streams are collapsed"
+    assert all(text.count("session/update \u00d7") == 1 for _, text in groups)
+    # Collapsed: the updates of a group have no rows of their own.
+    counted = sum(int(attrs["data-count"]) for attrs, _ in groups)
+    updates = sum(1 for e in events if e.get("method") == "session/update")
+    shown = sum(1 for i in rows if events[int(i)].get("method") == "session/update")
+    assert counted + shown == updates and counted > shown
+
+    screenshot = tmp_path / "viewer.png"
+    chromium(tmp_path, out.as_uri(), f"--screenshot={screenshot}")
+    assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert screenshot.stat().st_size > 10_000
+
+
+@needs_chromium
+def test_a_message_link_expands_its_stream_and_shows_its_json(demo_trace: Path, tmp_path: Path):
+    events, _ = read_trace(demo_trace)
+    out = tmp_path / "demo.html"
+    export_html(demo_trace, out)
+    update = next(i for i, e in enumerate(events) if e.get("method") == "session/update")
+    dom = Elements()
+    dom.feed(chromium(tmp_path, out.as_uri() + f"#event={update}", "--dump-dom"))
+    detail = next(attrs for tag, attrs, _ in dom.elements if attrs.get("id") == "detail")
+    assert "hidden" not in detail
+    shown = next(text for tag, attrs, text in dom.elements if attrs.get("id") == "detail-json")
+    assert json.loads("".join(shown)) == events[update]["raw"]
+    selected = dom.having("selected")
+    assert [attrs["data-index"] for attrs, _ in selected] == [str(update)]
+    opened = [text for _, text in dom.having("group") if "\u25be" in text]
+    assert len(opened) == 1, "its session/update stream is expanded"
+
+
+def test_the_page_needs_no_network(demo_trace: Path):
+    text = page("[]")
+    assert "http://" not in text and "https://" not in text and "//cdn" not in text
+    assert "<script src" not in text and "<link" not in text
+
+
+def test_events_that_contain_a_script_end_tag_stay_inside_the_page(tmp_path: Path):
+    trace = tmp_path / "t.jsons"
+    trace.write_text(json.dumps({"type": "notification", "method": "</script><b>"}) + "\n")
+    out = tmp_path / "t.html"
+    export_html(trace, out)
+    text = out.read_text()
+    assert "</script><b>" not in text
+    assert text.count("</script>") == 2
+
+
+def get(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return response.read()
+
+
+def test_the_server_serves_the_page_and_rereads_the_file(tmp_path: Path):
+    trace = tmp_path / "live.jsons"
+    trace.write_text('{"type":"notification","ts":0.1,"method":"a"}\n{"type":"notif')
+    server = make_server(trace, live=True)
+    import threading
+
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        assert server.server_address[0] == "127.0.0.1"
+        page_text = get(base + "/").decode()
+        assert "const LIVE = true;" in page_text
+        assert json.loads(get(base + "/events")) == [
+            {"type": "notification", "ts": 0.1, "method": "a"}
+        ]
+        with trace.open("a") as file:
+            file.write('ication","ts":0.2,"method":"b"}\n')
+        assert [e["method"] for e in json.loads(get(base + "/events"))] == ["a", "b"]
+        with pytest.raises(urllib.error.HTTPError):
+            get(base + "/other")
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_acp_fast_trace_view_serves_on_localhost(demo_trace: Path):
+    process = subprocess.Popen(
+        [sys.executable, "-m", "acp_fast", "trace", "view", str(demo_trace), "--no-open"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        url = line.split()[3]
+        assert url.startswith("http://127.0.0.1:")
+        events = json.loads(get(url + "events"))
+        assert events == [json.loads(x) for x in demo_trace.read_text().splitlines()]
+        assert f"<title>{demo_trace.name}</title>".encode() in get(url)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        assert process.stdout is not None
+        process.stdout.close()
