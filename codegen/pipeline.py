@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -45,10 +46,19 @@ def build_module(inp: load.SchemaInput) -> str:
     return render.render(prepared, generate.run(prepared.schema))
 
 
-def build(schema_dir: Path = SCHEMA_DIR, targets: tuple[Target, ...] = TARGETS) -> dict[Path, str]:
-    """Every target's text, keyed by its path relative to the repository root."""
+def build(
+    schema_dir: Path = SCHEMA_DIR,
+    targets: tuple[Target, ...] = TARGETS,
+    progress: Callable[[str], None] | None = None,
+) -> dict[Path, str]:
+    """Every target's text, keyed by its path relative to the repository root.
+
+    ``progress`` is told the name of each module before it is generated.
+    """
     out = {}
-    for target in targets:
+    for number, target in enumerate(targets, 1):
+        if progress is not None:
+            progress(f"[{number}/{len(targets)}] {target.module}")
         inp = load.load(schema_dir, target.major, unstable=target.unstable, fallback_dir=SCHEMA_DIR)
         out[target.path] = build_module(inp)
     return out
