@@ -5,8 +5,15 @@ compiles that same file under the name ``_<name>_c``, taking C declarations
 from the augmenting ``_<name>_c.pxd``; the ``_py`` module stays importable as
 the pure-Python fallback.
 
+A build that cannot compile (no C compiler, no Python headers, no Cython, an
+interpreter other than CPython) installs the pure-Python core instead, with a
+one-line notice: ``pip install`` never fails for want of a compiler. The
+distribution is then a pure ``py3-none-any`` one.
+
 Environment switches, read here only:
   ACP_FAST_NO_EXTENSIONS=1  build nothing (pure-Python install)
+  ACP_FAST_STRICT_BUILD=1   Cython warnings are errors, and a failed compile
+                            fails the build instead of falling back (CI)
   ACP_FAST_DEBUG_BUILD=1    -O0 -g and an annotated HTML next to each source
 """
 
@@ -14,8 +21,10 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 
-from setuptools import Extension, setup
+from setuptools import Distribution, Extension, setup
+from setuptools.command.build_ext import build_ext
 
 CORE_MODULES = ("framing", "messages", "requests")
 
@@ -24,16 +33,33 @@ def _flag(name: str) -> bool:
     return os.environ.get(name, "") not in ("", "0")
 
 
-def _extensions() -> list[Extension]:
-    if _flag("ACP_FAST_NO_EXTENSIONS") or platform.python_implementation() != "CPython":
-        print("*** acp_fast: pure-Python build (no compiled core) ***")
-        return []
-    from Cython.Build import cythonize
-    from Cython.Compiler import Options
+STRICT = _flag("ACP_FAST_STRICT_BUILD")
 
-    # Cython warnings are errors: a .pxd that disagrees with its .py must not
-    # build quietly into something slower or different.
-    Options.warning_errors = True
+
+def _notice(reason: str) -> None:
+    print(f"*** acp_fast: installing the pure-Python core ({reason}) ***", file=sys.stderr)
+
+
+def _extensions() -> list[Extension]:
+    if _flag("ACP_FAST_NO_EXTENSIONS"):
+        _notice("ACP_FAST_NO_EXTENSIONS is set")
+        return []
+    if platform.python_implementation() != "CPython":
+        _notice(f"{platform.python_implementation()} runs it as fast as it runs Python")
+        return []
+    try:
+        from Cython.Build import cythonize
+        from Cython.Compiler import Options
+    except ImportError:
+        if STRICT:
+            raise
+        _notice("Cython is not installed")
+        return []
+
+    # In CI, Cython warnings are errors: a .pxd that disagrees with its .py
+    # must not build quietly into something slower or different. A user's
+    # build never fails on a warning a newer Cython adds.
+    Options.warning_errors = STRICT
     debug = _flag("ACP_FAST_DEBUG_BUILD")
     compile_args = ["-O0", "-g3"] if debug else ["-O3"]
     extensions = [
@@ -44,20 +70,77 @@ def _extensions() -> list[Extension]:
         )
         for name in CORE_MODULES
     ]
-    return cythonize(
-        extensions,
-        annotate=debug,
-        # The .pxd of a pure-Python source is not a dependency cythonize sees,
-        # so always regenerate: a stale C file would hide a .pxd edit.
-        force=True,
-        compiler_directives={
-            "language_level": 3,
-            "embedsignature": True,
-            # C types come from the .pxd only. The .py annotations are for
-            # type checkers and say "int" where the .pxd says Py_ssize_t.
-            "annotation_typing": False,
-        },
-    )
+    try:
+        return list(
+            cythonize(
+                extensions,
+                annotate=debug,
+                # The .pxd of a pure-Python source is not a dependency cythonize
+                # sees, so always regenerate: a stale C file would hide a .pxd edit.
+                force=True,
+                quiet=True,
+                compiler_directives={
+                    "language_level": 3,
+                    "embedsignature": True,
+                    # C types come from the .pxd only. The .py annotations are for
+                    # type checkers and say "int" where the .pxd says Py_ssize_t.
+                    "annotation_typing": False,
+                },
+            )
+        )
+    except Exception as exc:
+        if STRICT:
+            raise
+        _notice(f"Cython failed: {exc}")
+        return []
 
 
-setup(ext_modules=_extensions())
+class OptionalBuildExt(build_ext):
+    """Compile the core if this machine can; otherwise leave it out.
+
+    The pure-Python modules are always installed, and ``acp_fast._core``
+    picks them when the compiled ones are missing.
+    """
+
+    failed = False
+
+    def run(self) -> None:
+        try:
+            super().run()
+        except Exception as exc:  # no compiler at all, or a broken toolchain
+            self._fall_back(exc)
+
+    def build_extension(self, ext: Extension) -> None:
+        if self.failed:
+            return
+        try:
+            super().build_extension(ext)
+        except Exception as exc:  # CCompilerError, DistutilsExecError, missing headers...
+            self._fall_back(exc)
+
+    def _fall_back(self, exc: BaseException) -> None:
+        if STRICT:
+            raise exc
+        if not self.failed:
+            last = str(exc).strip().splitlines()[-1:] or [type(exc).__name__]
+            _notice(f"the C build failed: {last[0][:160]}")
+        self.failed = True
+        # Every core module compiled, or none: remove what did build.
+        for ext in self.extensions:
+            path = self.get_ext_fullpath(ext.name)
+            if os.path.exists(path):
+                os.remove(path)
+
+
+class CoreDistribution(Distribution):
+    """Platform-specific only when a compiled core is part of it."""
+
+    def has_ext_modules(self) -> bool:
+        return bool(self.ext_modules)
+
+
+setup(
+    ext_modules=_extensions(),
+    cmdclass={"build_ext": OptionalBuildExt},
+    distclass=CoreDistribution,
+)
