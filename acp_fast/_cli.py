@@ -13,13 +13,13 @@ optional dependency prints one line naming the extra that brings it.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import sys
-import textwrap
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ("MissingExtra", "command", "main")
 
@@ -41,17 +41,24 @@ class MissingExtra(Exception):
 
 def require(module: str, *, extra: str, what: str) -> None:
     """Raise :class:`MissingExtra` unless ``module`` can be imported."""
+    import importlib.util
+
     if importlib.util.find_spec(module) is None:
         raise MissingExtra(what, extra)
 
 
-@dataclass(frozen=True)
 class _Command:
-    name: str
-    summary: str
-    description: str
-    examples: tuple[str, ...]
-    setup: Setup
+    # A plain class: a dataclass costs start-up time for every command run.
+    __slots__ = ("description", "examples", "name", "setup", "summary")
+
+    def __init__(
+        self, name: str, summary: str, description: str, examples: tuple[str, ...], setup: Setup
+    ) -> None:
+        self.name = name
+        self.summary = summary
+        self.description = description
+        self.examples = examples
+        self.setup = setup
 
 
 _COMMANDS: list[_Command] = []
@@ -221,6 +228,8 @@ def _bench(parser: argparse.ArgumentParser) -> Runner:
     ],
 )
 def _codegen(parser: argparse.ArgumentParser) -> Runner:
+    from pathlib import Path
+
     parser.add_argument(
         "--check",
         action="store_true",
@@ -268,6 +277,8 @@ def _codegen(parser: argparse.ArgumentParser) -> Runner:
 
 def _source_tree() -> Path | None:
     """The tree holding ``codegen/`` and ``schema/`` beside ``acp_fast/``."""
+    from pathlib import Path
+
     candidates = [Path(__file__).resolve().parent.parent]
     here = Path.cwd().resolve()
     candidates += [here, *here.parents]
@@ -294,6 +305,15 @@ def version_text() -> str:
     )
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """Descriptions wrap to the terminal; the examples keep their lines."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith("examples:"):
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
 class _VersionAction(argparse.Action):
     def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
         super().__init__(option_strings, dest, nargs=0, help="print version, core and Python")
@@ -315,7 +335,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         description="The Agent Client Protocol (ACP) for Python: examples, a conductor, "
         "benchmarks and the code generator.",
         epilog="Run 'acp-fast COMMAND --help' for a command's options and examples.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_HelpFormatter,
     )
     parser.add_argument("--version", action=_VersionAction)
     commands = parser.add_subparsers(
@@ -326,9 +346,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         sub = commands.add_parser(
             entry.name,
             help=entry.summary,
-            description=textwrap.fill(entry.description, 80),
+            description=entry.description,
             epilog=f"examples:\n{examples}" if examples else None,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
+            formatter_class=_HelpFormatter,
         )
         if chosen in (None, entry.name):
             sub.set_defaults(run=entry.setup(sub))
