@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -190,7 +191,7 @@ def check_sdist(sdist: Path, work: Path) -> None:
 def install(
     python: str, target: Path, work: Path, name: str, *, compiler: bool, expect_core: str
 ) -> Row:
-    venv = work / f"venv-{name}"
+    venv = work / ("venv-" + re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-"))
     run([python, "-m", "venv", venv])
     env = base_env() if compiler else no_compiler_env(work)
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env['PATH']}"
