@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 __all__ = ("INITIALIZE", "OFFICIAL_AGENT", "command_for", "measure", "spawn_to_answer")
 
@@ -39,10 +40,16 @@ asyncio.run(acp.run_agent(Agent()))
 
 
 def command_for(sdk: str, backend: str) -> list[str]:
-    """The agent command line for ``sdk`` ("fast" or "official")."""
+    """The agent command line for ``sdk`` ("fast" or "official").
+
+    acp_fast's is the ``acp-fast`` script an editor would run, when this
+    interpreter's environment has it (``python -m acp_fast`` otherwise).
+    """
     if sdk == "official":
         return [sys.executable, "-c", OFFICIAL_AGENT]
-    return [sys.executable, "-m", "acp_fast", "example-agent", "--backend", backend]
+    script = Path(sys.executable).with_name("acp-fast")
+    launcher = [str(script)] if script.is_file() else [sys.executable, "-m", "acp_fast"]
+    return [*launcher, "example-agent", "--backend", backend]
 
 
 def spawn_to_answer(command: Sequence[str], env: dict[str, str] | None = None) -> float:
