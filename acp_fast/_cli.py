@@ -3,7 +3,18 @@
 Each subcommand is one function registered with ``@command(...)``: it is given
 its own argparse parser, adds its options, and returns the function that runs
 it. Everything a subcommand needs beyond the core is imported inside that
-function, so ``acp-fast example-agent`` pays only for what it uses.
+function, so ``acp-fast example-agent`` pays only for what it uses::
+
+    @command("name", "one-line summary", "A paragraph for --help.", ["acp-fast name -x"])
+    def _name(parser: argparse.ArgumentParser) -> Runner:
+        parser.add_argument("-x", action="store_true")
+
+        def run(args: argparse.Namespace) -> int:
+            from .somewhere import do_it
+
+            return do_it(args.x)
+
+        return run
 
 ``main`` turns the usual ways a command line ends into quiet exits: a closed
 stdout (``acp-fast demo | head``) exits 141, Ctrl-C exits 130, and a missing
@@ -21,7 +32,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pathlib import Path
 
-__all__ = ("MissingExtra", "command", "main")
+__all__ = ("MissingExtra", "Runner", "command", "main", "require")
 
 #: Runs a parsed subcommand; returns the exit status.
 Runner = Callable[[argparse.Namespace], int]
