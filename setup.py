@@ -41,6 +41,7 @@ def _notice(reason: str) -> None:
 
 
 def _extensions() -> list[Extension]:
+    """The compiled modules to try, from their ``.py`` sources (see OptionalBuildExt)."""
     if _flag("ACP_FAST_NO_EXTENSIONS"):
         _notice("ACP_FAST_NO_EXTENSIONS is set")
         return []
@@ -48,21 +49,14 @@ def _extensions() -> list[Extension]:
         _notice(f"{platform.python_implementation()} runs it as fast as it runs Python")
         return []
     try:
-        from Cython.Build import cythonize
-        from Cython.Compiler import Options
+        import Cython  # noqa: F401
     except ImportError:
         if STRICT:
             raise
         _notice("Cython is not installed")
         return []
-
-    # In CI, Cython warnings are errors: a .pxd that disagrees with its .py
-    # must not build quietly into something slower or different. A user's
-    # build never fails on a warning a newer Cython adds.
-    Options.warning_errors = STRICT
-    debug = _flag("ACP_FAST_DEBUG_BUILD")
-    compile_args = ["-O0", "-g3"] if debug else ["-O3"]
-    extensions = [
+    compile_args = ["-O0", "-g3"] if _flag("ACP_FAST_DEBUG_BUILD") else ["-O3"]
+    return [
         Extension(
             f"acp_fast._core._{name}_c",
             [f"acp_fast/_core/_{name}_py.py"],
@@ -70,29 +64,33 @@ def _extensions() -> list[Extension]:
         )
         for name in CORE_MODULES
     ]
-    try:
-        return list(
-            cythonize(
-                extensions,
-                annotate=debug,
-                # The .pxd of a pure-Python source is not a dependency cythonize
-                # sees, so always regenerate: a stale C file would hide a .pxd edit.
-                force=True,
-                quiet=True,
-                compiler_directives={
-                    "language_level": 3,
-                    "embedsignature": True,
-                    # C types come from the .pxd only. The .py annotations are for
-                    # type checkers and say "int" where the .pxd says Py_ssize_t.
-                    "annotation_typing": False,
-                },
-            )
+
+
+def _cythonize(extensions: list[Extension]) -> list[Extension]:
+    from Cython.Build import cythonize
+    from Cython.Compiler import Options
+
+    # In CI, Cython warnings are errors: a .pxd that disagrees with its .py
+    # must not build quietly into something slower or different. A user's
+    # build never fails on a warning a newer Cython adds.
+    Options.warning_errors = STRICT
+    return list(
+        cythonize(
+            extensions,
+            annotate=_flag("ACP_FAST_DEBUG_BUILD"),
+            # The .pxd of a pure-Python source is not a dependency cythonize
+            # sees, so always regenerate: a stale C file would hide a .pxd edit.
+            force=True,
+            quiet=True,
+            compiler_directives={
+                "language_level": 3,
+                "embedsignature": True,
+                # C types come from the .pxd only. The .py annotations are for
+                # type checkers and say "int" where the .pxd says Py_ssize_t.
+                "annotation_typing": False,
+            },
         )
-    except Exception as exc:
-        if STRICT:
-            raise
-        _notice(f"Cython failed: {exc}")
-        return []
+    )
 
 
 class OptionalBuildExt(build_ext):
@@ -104,11 +102,42 @@ class OptionalBuildExt(build_ext):
 
     failed = False
 
+    def finalize_options(self) -> None:
+        super().finalize_options()
+        # The three modules compile side by side (pip passes no -j).
+        if not self.parallel:
+            self.parallel = os.cpu_count() or 1
+
     def run(self) -> None:
         try:
             super().run()
         except Exception as exc:  # no compiler at all, or a broken toolchain
             self._fall_back(exc)
+
+    def build_extensions(self) -> None:
+        # Cython runs only once a compiler has been seen to work: without one
+        # the pure fallback should not wait for C it cannot compile.
+        try:
+            self._probe_compiler()
+            # Keep setuptools' own Extension objects (it has annotated them):
+            # only their sources change, from .py to the generated .c.
+            generated = {ext.name: ext.sources for ext in _cythonize(list(self.extensions))}
+            for ext in self.extensions:
+                ext.sources = generated[ext.name]
+        except Exception as exc:
+            self._fall_back(exc)
+            return
+        super().build_extensions()
+
+    def _probe_compiler(self) -> None:
+        """Compile a file that includes Python.h, as the real modules do."""
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as folder:
+            source = os.path.join(folder, "probe.c")
+            with open(source, "w") as file:
+                file.write("#include <Python.h>\nint acp_fast_probe(void) { return 0; }\n")
+            self.compiler.compile([source], output_dir=folder, include_dirs=self.include_dirs)
 
     def build_extension(self, ext: Extension) -> None:
         if self.failed:
@@ -122,8 +151,8 @@ class OptionalBuildExt(build_ext):
         if STRICT:
             raise exc
         if not self.failed:
-            last = str(exc).strip().splitlines()[-1:] or [type(exc).__name__]
-            _notice(f"the C build failed: {last[0][:160]}")
+            last = str(exc).strip().splitlines()[-1:] or [""]
+            _notice(f"the C build failed: {type(exc).__name__}: {last[0][:100]}")
         self.failed = True
         # Every core module compiled, or none: remove what did build.
         for ext in self.extensions:
