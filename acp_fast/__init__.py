@@ -52,8 +52,7 @@ from ._transports import listen_unix as listen_unix
 from ._transports import stdio as stdio
 from ._transports import tcp as tcp
 from ._transports import unix as unix
-
-__version__ = "0.1.0"
+from ._version import __version__ as __version__
 
 # The typed, class-based API loads the generated schema, which a program that
 # only speaks raw JSON-RPC never needs: it is imported on first use.

@@ -1,89 +1,171 @@
 """The ``acp-fast`` command line.
 
-``acp-fast demo``            the bundled client drives the bundled agent over stdio
-``acp-fast example-agent``   run the bundled example agent on stdio
-``acp-fast example-proxy``   run the bundled example proxy on stdio (under a conductor)
-``acp-fast conductor``       serve a chain of proxies in front of an agent on stdio
-``acp-fast trace``           record an editor-agent conversation, or view a trace
-``acp-fast bench``           throughput table: acp_fast (both cores) beside the official SDK
-``acp-fast codegen``         regenerate the typed bindings (a source checkout only)
+Each subcommand is one function registered with ``@command(...)``: it is given
+its own argparse parser, adds its options, and returns the function that runs
+it. Everything a subcommand needs beyond the core is imported inside that
+function, so ``acp-fast example-agent`` pays only for what it uses::
+
+    @command("name", "one-line summary", "A paragraph for --help.", ["acp-fast name -x"])
+    def _name(parser: argparse.ArgumentParser) -> Runner:
+        parser.add_argument("-x", action="store_true")
+
+        def run(args: argparse.Namespace) -> int:
+            from .somewhere import do_it
+
+            return do_it(args.x)
+
+        return run
+
+``main`` turns the usual ways a command line ends into quiet exits: a closed
+stdout (``acp-fast demo | head``) exits 141, Ctrl-C exits 130, and a missing
+optional dependency prints one line naming the extra that brings it.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-__all__ = ("main",)
+if TYPE_CHECKING:
+    from pathlib import Path
+
+__all__ = ("MissingExtra", "Runner", "command", "main", "require")
+
+#: Runs a parsed subcommand; returns the exit status.
+Runner = Callable[[argparse.Namespace], int]
+#: Adds a subcommand's options to its parser and returns its runner.
+Setup = Callable[[argparse.ArgumentParser], Runner]
+
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    arguments = sys.argv[1:] if argv is None else list(argv)
-    if arguments[:1] == ["trace"]:  # its arguments hold a command line of their own
-        from ._trace_cli import main as trace_main
+class MissingExtra(Exception):
+    """An optional dependency is not installed; the message names the extra."""
 
-        return trace_main(arguments[1:])
-    parser = argparse.ArgumentParser(prog="acp-fast", description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest="command", required=True)
+    def __init__(self, what: str, extra: str) -> None:
+        super().__init__(f"{what} needs the '{extra}' extra: pip install 'acp-fast[{extra}]'")
 
-    demo = commands.add_parser("demo", help="drive the example agent over stdio and show it")
-    demo.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
 
-    agent = commands.add_parser("example-agent", help="run the example agent on stdio")
-    agent.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
+def require(module: str, *, extra: str, what: str) -> None:
+    """Raise :class:`MissingExtra` unless ``module`` can be imported."""
+    import importlib.util
 
-    proxy = commands.add_parser(
-        "example-proxy", help="run the example proxy on stdio (under a conductor)"
+    if importlib.util.find_spec(module) is None:
+        raise MissingExtra(what, extra)
+
+
+class _Command:
+    # A plain class: a dataclass costs start-up time for every command run.
+    __slots__ = ("description", "examples", "name", "setup", "summary")
+
+    def __init__(
+        self, name: str, summary: str, description: str, examples: tuple[str, ...], setup: Setup
+    ) -> None:
+        self.name = name
+        self.summary = summary
+        self.description = description
+        self.examples = examples
+        self.setup = setup
+
+
+_COMMANDS: list[_Command] = []
+
+
+def command(
+    name: str, summary: str, description: str, examples: Sequence[str] = ()
+) -> Callable[[Setup], Setup]:
+    """Register a subcommand: ``summary`` for the overview, the rest for its ``--help``."""
+
+    def register(setup: Setup) -> Setup:
+        _COMMANDS.append(_Command(name, summary, description, tuple(examples), setup))
+        return setup
+
+    return register
+
+
+def _add_backend(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--backend",
+        choices=("asyncio", "trio"),
+        default="asyncio",
+        help="event loop to run on (default: asyncio; trio needs the 'trio' extra)",
     )
-    proxy.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
-    proxy.add_argument(
-        "--prompt-prefix", default="", metavar="TEXT", help="put TEXT before each prompt text block"
-    )
-    proxy.add_argument(
-        "--chunk-prefix", default=">", metavar="TEXT", help="put TEXT before each agent text chunk"
-    )
 
-    conductor = commands.add_parser(
-        "conductor",
-        help="serve proxies in front of an agent, as one agent on stdio",
-        description="Run each --proxy command and the --agent command as subprocesses, "
-        "chained in the order given, and serve the chain as one ACP agent on stdio. "
-        "Each command is one string, split like a shell would (quote it).",
-    )
-    conductor.add_argument(
-        "--proxy", action="append", default=[], metavar="CMD", help="a proxy command"
-    )
-    conductor.add_argument("--agent", required=True, metavar="CMD", help="the agent command")
-    conductor.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
-    conductor.add_argument(
-        "--trace", metavar="FILE", help="record every hop's messages to FILE (docs/tracing.md)"
-    )
 
-    from ._trace_cli import add_parser as add_trace_parser
+def _require_backend(backend: str, what: str) -> None:
+    if backend == "trio":
+        require("trio", extra="trio", what=f"{what} --backend trio")
 
-    add_trace_parser(commands)
 
-    from ._bench._runner import DESCRIPTION, add_arguments
+# --- subcommands ------------------------------------------------------------------
 
-    bench = commands.add_parser(
-        "bench", help="throughput table: acp_fast beside the official SDK", description=DESCRIPTION
-    )
-    add_arguments(bench)
 
-    codegen = commands.add_parser("codegen", help="regenerate acp_fast/schema from schema/")
-    codegen.add_argument("args", nargs=argparse.REMAINDER)
+@command(
+    "demo",
+    "the bundled client drives the bundled agent over stdio",
+    "Spawn the example agent as a subprocess and drive it as an editor would: a "
+    "streamed prompt with a permission request and a file write, a turn stopped with "
+    "session/cancel, and a request stopped with $/cancel_request.",
+    ["acp-fast demo", "acp-fast demo --backend trio"],
+)
+def _demo(parser: argparse.ArgumentParser) -> Runner:
+    _add_backend(parser)
 
-    args = parser.parse_args(argv)
-    if args.command == "demo":
+    def run(args: argparse.Namespace) -> int:
+        _require_backend(args.backend, "acp-fast demo")
         from .examples.demo import run_demo
 
         return run_demo(backend=args.backend)
-    if args.command == "example-agent":
+
+    return run
+
+
+@command(
+    "example-agent",
+    "a real ACP agent on stdio, for any ACP client",
+    "Serve the bundled example agent on stdin/stdout until the client closes them. "
+    "It echoes prompts, asks for permission, writes a file and honours cancellation.",
+    ["acp-fast example-agent", "acp-fast conductor --agent 'acp-fast example-agent'"],
+)
+def _example_agent(parser: argparse.ArgumentParser) -> Runner:
+    _add_backend(parser)
+
+    def run(args: argparse.Namespace) -> int:
+        _require_backend(args.backend, "acp-fast example-agent")
         from .examples.agent import run_example_agent
 
         return run_example_agent(backend=args.backend)
-    if args.command == "example-proxy":
+
+    return run
+
+
+@command(
+    "example-proxy",
+    "the bundled example proxy on stdio (under a conductor)",
+    "Serve the bundled example proxy on stdio. It marks prompt text on the way to the "
+    "agent and agent text on the way back, and forwards everything else unchanged; "
+    "it runs under a conductor, which connects it to its successor.",
+    [
+        "acp-fast conductor --proxy 'acp-fast example-proxy' --agent 'acp-fast example-agent'",
+        "acp-fast conductor --proxy \"acp-fast example-proxy --chunk-prefix '| '\" "
+        "--agent 'acp-fast example-agent'",
+    ],
+)
+def _example_proxy(parser: argparse.ArgumentParser) -> Runner:
+    _add_backend(parser)
+    parser.add_argument(
+        "--prompt-prefix", default="", metavar="TEXT", help="put TEXT before each prompt text block"
+    )
+    parser.add_argument(
+        "--chunk-prefix", default=">", metavar="TEXT", help="put TEXT before each agent text chunk"
+    )
+
+    def run(args: argparse.Namespace) -> int:
+        _require_backend(args.backend, "acp-fast example-proxy")
         from .examples.proxy import run_example_proxy
 
         return run_example_proxy(
@@ -91,25 +173,278 @@ def main(argv: Sequence[str] | None = None) -> int:
             prompt_prefix=args.prompt_prefix,
             chunk_prefix=args.chunk_prefix,
         )
-    if args.command == "conductor":
+
+    return run
+
+
+@command(
+    "conductor",
+    "serve a chain of proxies in front of an agent, as one agent on stdio",
+    "Run each --proxy command and the --agent command as subprocesses, chained in the "
+    "order given, and serve the chain as one ACP agent on stdio. Each command is one "
+    "string, split like a shell would (quote it).",
+    ["acp-fast conductor --proxy 'acp-fast example-proxy' --agent 'acp-fast example-agent'"],
+)
+def _conductor(parser: argparse.ArgumentParser) -> Runner:
+    parser.add_argument(
+        "--proxy", action="append", default=[], metavar="CMD", help="a proxy command"
+    )
+    parser.add_argument("--agent", required=True, metavar="CMD", help="the agent command")
+    parser.add_argument(
+        "--trace", metavar="FILE", help="record every hop's messages to FILE (docs/tracing.md)"
+    )
+    _add_backend(parser)
+
+    def run(args: argparse.Namespace) -> int:
+        _require_backend(args.backend, "acp-fast conductor")
         from .conductor import run_conductor
 
         return run_conductor(args.proxy, args.agent, backend=args.backend, trace=args.trace)
-    if args.command == "bench":
+
+    return run
+
+
+@command(
+    "trace",
+    "record an editor-agent conversation, or view a trace",
+    "acp-fast trace --out FILE -- AGENT_CMD... runs the agent and sits between it and "
+    "the editor on stdio, forwarding every byte and recording every line to FILE "
+    "(docs/tracing.md); the editor runs this command instead of the agent's. "
+    "acp-fast trace view FILE serves the trace viewer on 127.0.0.1 (--live follows a "
+    "file still being recorded, --html OUT writes one self-contained page, --no-open "
+    "opens no browser).",
+    [
+        "acp-fast trace --out session.ndjson -- acp-fast example-agent",
+        "acp-fast trace view session.ndjson",
+        "acp-fast trace view session.ndjson --html session.html",
+    ],
+)
+def _trace(parser: argparse.ArgumentParser) -> Runner:
+    # Its arguments hold a command line of their own: main() hands them to
+    # the trace module before argparse sees them; this entry is for --help.
+    def run(args: argparse.Namespace) -> int:
+        from ._trace_cli import main as trace_main
+
+        return trace_main([])
+
+    return run
+
+
+@command(
+    "bench",
+    "throughput and start-up, side by side with the official SDK",
+    "Throughput and start-up time of acp_fast (compiled and pure core) beside the "
+    "official Python SDK, measured in one run; every configuration runs in fresh "
+    "processes. The official SDK comes with the 'bench' extra: "
+    "pip install 'acp-fast[bench]'.",
+    ["acp-fast bench --quick", "acp-fast bench --backend asyncio --backend trio --json"],
+)
+def _bench(parser: argparse.ArgumentParser) -> Runner:
+    from ._bench._runner import add_arguments
+
+    add_arguments(parser)
+
+    def run(args: argparse.Namespace) -> int:
+        for backend in args.backend or ():
+            _require_backend(backend, "acp-fast bench")
         from ._bench._runner import run as run_bench
 
         return run_bench(args)
-    if args.command == "codegen":
-        try:
-            from codegen.__main__ import main as codegen_main
-        except ImportError:
+
+    return run
+
+
+@command(
+    "codegen",
+    "regenerate the typed bindings from the JSON Schema (checkout or sdist)",
+    "Regenerate acp_fast/schema/v*.py from the JSON Schema files in schema/, in a "
+    "source tree (a git checkout or an unpacked sdist: the installed package's own "
+    "tree, else the current directory or one above it). Needs the 'codegen' extra: "
+    "pip install 'acp-fast[codegen]'.",
+    [
+        "acp-fast codegen",
+        "acp-fast codegen --check",
+        "acp-fast codegen --schema-dir ~/acp/schema --out /tmp/schema",
+    ],
+)
+def _codegen(parser: argparse.ArgumentParser) -> Runner:
+    from pathlib import Path
+
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 and list the stale files if any differ from a fresh run",
+    )
+    parser.add_argument(
+        "--schema-dir",
+        type=Path,
+        metavar="DIR",
+        help="schemas in the upstream layout (default: the source tree's schema/)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="directory for the generated modules (default: the source tree's acp_fast/schema/)",
+    )
+
+    def run(args: argparse.Namespace) -> int:
+        root = _source_tree()
+        if root is None:
             print(
-                "acp-fast codegen runs from a source checkout (the codegen/ folder)",
+                "acp-fast codegen: no source tree found (a checkout or an unpacked sdist, "
+                "with codegen/ and schema/); run it from one",
                 file=sys.stderr,
             )
             return 2
-        return int(codegen_main(args.args) or 0)
-    parser.error(f"unknown command {args.command!r}")
+        for module in ("datamodel_code_generator", "jsonschema", "ruff"):
+            require(module, extra="codegen", what="acp-fast codegen")
+        if str(root) not in sys.path:
+            sys.path.insert(0, str(root))
+        from codegen.__main__ import main as codegen_main
+
+        argv = ["--root", str(root)]
+        if args.check:
+            argv.append("--check")
+        if args.schema_dir is not None:
+            argv += ["--schema-dir", str(args.schema_dir)]
+        if args.out is not None:
+            argv += ["--out", str(args.out)]
+        return codegen_main(argv)
+
+    return run
+
+
+def _source_tree() -> Path | None:
+    """The tree holding ``codegen/`` and ``schema/`` beside ``acp_fast/``."""
+    from pathlib import Path
+
+    candidates = [Path(__file__).resolve().parent.parent]
+    here = Path.cwd().resolve()
+    candidates += [here, *here.parents]
+    for root in candidates:
+        if (root / "codegen" / "__main__.py").is_file() and (root / "schema").is_dir():
+            return root
+    return None
+
+
+# --- the command line ---------------------------------------------------------------
+
+
+def version_text() -> str:
+    """``acp-fast --version``: the version, which core runs, and the Python."""
+    import platform
+
+    from ._core import IMPLEMENTATION
+    from ._version import __version__
+
+    core = "compiled (Cython)" if IMPLEMENTATION == "c" else "pure Python"
+    return (
+        f"acp-fast {__version__} (core: {core}; "
+        f"{platform.python_implementation()} {platform.python_version()})"
+    )
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Descriptions wrap to the terminal; the examples keep their lines."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith("examples:"):
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
+class _VersionAction(argparse.Action):
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print version, core and Python")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        print(version_text())
+        parser.exit()
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The top-level parser with every registered subcommand.
+
+    Only the subcommand named in ``argv`` (the first argument that is not an
+    option) gets its options, so that no other command's imports are paid for.
+    """
+    chosen = _chosen(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(
+        prog="acp-fast",
+        description="The Agent Client Protocol (ACP) for Python: examples, a conductor, "
+        "benchmarks and the code generator.",
+        epilog="Run 'acp-fast COMMAND --help' for a command's options and examples.",
+        formatter_class=_HelpFormatter,
+    )
+    parser.add_argument("--version", action=_VersionAction)
+    commands = parser.add_subparsers(
+        title="commands", dest="command", required=True, metavar="COMMAND"
+    )
+    for entry in _COMMANDS:
+        examples = "\n".join(f"  {line}" for line in entry.examples)
+        sub = commands.add_parser(
+            entry.name,
+            help=entry.summary,
+            description=entry.description,
+            epilog=f"examples:\n{examples}" if examples else None,
+            formatter_class=_HelpFormatter,
+        )
+        if chosen in (None, entry.name):
+            sub.set_defaults(run=entry.setup(sub))
+    return parser
+
+
+def _chosen(argv: Sequence[str]) -> str | None:
+    names = {entry.name for entry in _COMMANDS}
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg if arg in names else None
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``acp-fast``; returns the exit status."""
+    try:
+        arguments = sys.argv[1:] if argv is None else list(argv)
+        if arguments[:1] == ["trace"] and arguments[1:2] not in (["-h"], ["--help"]):
+            from ._trace_cli import main as trace_main
+
+            return trace_main(arguments[1:])
+        args = build_parser(argv).parse_args(argv)
+        status: int = args.run(args)
+        sys.stdout.flush()
+        return status
+    except MissingExtra as exc:
+        print(f"acp-fast: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BaseException as exc:
+        if _only(exc, BrokenPipeError):
+            _silence_stdout()
+            return EXIT_BROKEN_PIPE
+        if _only(exc, KeyboardInterrupt):
+            return EXIT_INTERRUPTED
+        raise
+
+
+def _only(exc: BaseException, kind: type[BaseException]) -> bool:
+    """``exc`` is ``kind``, or a group (of groups) holding only ``kind``."""
+    inner = getattr(exc, "exceptions", None)
+    if isinstance(inner, tuple) and inner:
+        return all(_only(item, kind) for item in inner)
+    return isinstance(exc, kind)
+
+
+def _silence_stdout() -> None:
+    # The reader is gone: point stdout at /dev/null so that the interpreter's
+    # final flush does not report the same broken pipe again.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

@@ -23,21 +23,10 @@ from typing import BinaryIO
 from ._async.observe import INCOMING, OUTGOING
 from ._async.trace import TraceWriter
 
-__all__ = ("add_parser", "main")
+__all__ = ("main",)
 
 _HOP = "client-agent"
 _CHUNK = 64 * 1024
-
-
-def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``trace`` in the ``acp-fast`` command list (its arguments are
-    parsed by ``main``: they contain a command line of their own)."""
-    commands.add_parser(
-        "trace",
-        help="record an editor-agent conversation, or view a trace",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
 
 
 def main(argv: Sequence[str]) -> int:

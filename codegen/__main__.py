@@ -5,6 +5,7 @@
     python -m codegen                      # regenerate acp_fast/schema/v*.py from schema/
     python -m codegen --check              # exit 1 and list stale files (CI)
     python -m codegen --schema-dir DIR     # generate from another copy (e.g. upstream)
+    python -m codegen --out DIR            # write the modules into DIR instead
     python -m codegen strip --from DIR --version v1=1.21.0 --version v2=2.0.0-alpha.3
                                            # refresh schema/ from upstream files
 """
@@ -12,13 +13,17 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from codegen import pipeline, strip
-from codegen.load import InputError
+#: The tree this package lives in (``pipeline.ROOT``, without importing the
+#: generator's dependencies before they are known to be there).
+ROOT = Path(__file__).resolve().parent.parent
+#: What the 'codegen' extra installs, by import name.
+NEEDS = ("datamodel_code_generator", "jsonschema", "ruff")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -29,14 +34,19 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--schema-dir",
         type=Path,
-        default=pipeline.SCHEMA_DIR,
+        default=ROOT / "schema",
         help="input directory in the upstream layout (default: schema/)",
     )
     parser.add_argument(
         "--root",
         type=Path,
-        default=pipeline.ROOT,
+        default=ROOT,
         help="tree whose acp_fast/schema/ is written or checked (default: this repository)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="directory for the generated modules (default: ROOT/acp_fast/schema)",
     )
     parser.add_argument(
         "--check",
@@ -50,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
         "--to",
         dest="target",
         type=Path,
-        default=pipeline.SCHEMA_DIR,
+        default=ROOT / "schema",
         help="directory to write (default: schema/)",
     )
     cmd.add_argument(
@@ -64,12 +74,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def generate(schema_dir: Path, root: Path, *, check: bool) -> int:
+def generate(schema_dir: Path, root: Path, *, check: bool, out: Path | None = None) -> int:
+    from codegen import pipeline
+
     started = time.perf_counter()
-    files = pipeline.build(schema_dir)
+    _progress(f"generating from {schema_dir}")
+    files = pipeline.build(schema_dir, progress=_progress)
     stale = []
     for rel, text in files.items():
-        path = root / rel
+        path = root / rel if out is None else out / rel.name
         current = path.read_text(encoding="utf-8") if path.is_file() else None
         if current == text:
             continue
@@ -88,7 +101,15 @@ def generate(schema_dir: Path, root: Path, *, check: bool) -> int:
     return 0
 
 
+def _progress(text: str) -> None:
+    # On stderr: stdout lists what was written, for scripts.
+    print(f"codegen: {text}", file=sys.stderr, flush=True)
+
+
 def run_strip(args: argparse.Namespace) -> int:
+    from codegen import strip
+    from codegen.load import InputError
+
     given = {}
     for item in args.version:
         major, sep, release = item.partition("=")
@@ -113,10 +134,20 @@ def _read(path: Path) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    missing = [name for name in NEEDS if importlib.util.find_spec(name) is None]
+    if missing:
+        print(
+            f"codegen: needs the 'codegen' extra ({', '.join(missing)} missing): "
+            "pip install -e '.[codegen]'",
+            file=sys.stderr,
+        )
+        return 2
+    from codegen.load import InputError
+
     try:
         if args.command == "strip":
             return run_strip(args)
-        return generate(args.schema_dir, args.root, check=args.check)
+        return generate(args.schema_dir, args.root, check=args.check, out=args.out)
     except InputError as exc:
         print(f"codegen: {exc}", file=sys.stderr)
         return 2

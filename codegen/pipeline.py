@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -51,15 +52,22 @@ def _build(inp: load.SchemaInput) -> tuple[str, ModuleIR]:
     return render.render(prepared, generate.run(prepared.schema)), prepared.ir
 
 
-def build(schema_dir: Path = SCHEMA_DIR, targets: tuple[Target, ...] = TARGETS) -> dict[Path, str]:
+def build(
+    schema_dir: Path = SCHEMA_DIR,
+    targets: tuple[Target, ...] = TARGETS,
+    progress: Callable[[str], None] | None = None,
+) -> dict[Path, str]:
     """Every target's text, keyed by its path relative to the repository root.
 
-    With every target built, the class API's method module comes too (it is
-    made from the method lists of all four).
+    ``progress`` is told the name of each module before it is generated. With
+    every target built, the class API's method module comes too (it is made
+    from the method lists of all four).
     """
     out = {}
     irs: dict[Target, ModuleIR] = {}
-    for target in targets:
+    for number, target in enumerate(targets, 1):
+        if progress is not None:
+            progress(f"[{number}/{len(targets)}] {target.module}")
         inp = load.load(schema_dir, target.major, unstable=target.unstable, fallback_dir=SCHEMA_DIR)
         out[target.path], irs[target] = _build(inp)
     if set(TARGETS) <= set(irs):

@@ -15,7 +15,9 @@ The workloads (the same loops for both SDKs, see ``_common``):
 * ``session/update`` agent_message_chunk notifications in one process, typed
   on both ends, counted when the client's handler has them;
 * round trips over a stdio subprocess with 64 in flight;
-* a typed decode and an encode of an agent_message_chunk, and ``import`` time.
+* a typed decode and an encode of an agent_message_chunk, and ``import`` time;
+* start-up: spawn an agent, send ``initialize``, read the answer (``_startup``;
+  the median of 10 spawns).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ ROWS: tuple[tuple[str, str, str], ...] = (
     ("decode", "typed decode, agent_message_chunk", "s"),
     ("encode", "encode, agent_message_chunk notification", "s"),
     ("import", "import time", "s"),
+    ("startup", "start-up, spawn to initialize answered", "s"),
 )
 WORKLOADS = ("rt:socket:1", "rt:socket:64", "notify:socket:0", "rt:stdio:64", "codec")
 
@@ -135,11 +138,13 @@ def run(args: argparse.Namespace) -> int:
     # as that code is written): what changing the imports alone buys.
     configs.append(Config("compat", "compat", cores[0], "asyncio"))
 
-    progress = _Progress(sys.stderr, total=len(configs) * (rounds * len(WORKLOADS) + 1))
+    progress = _Progress(sys.stderr, total=len(configs) * (rounds * len(WORKLOADS) + 2))
     started = time.perf_counter()
     for config in configs:
         progress.step(f"{config.label}: import time")
         config.runs["import"] = [_import_time(config)]
+        progress.step(f"{config.label}: start-up, 10 spawns")
+        config.runs["startup"] = [_startup_time(config, 3 if args.quick else 10)]
     for round_number in range(rounds):
         # Rotate the order each round, so no configuration always runs first.
         shift = round_number % len(configs)
@@ -188,6 +193,15 @@ def _import_time(config: Config) -> float:
         if out.returncode == 0 and attempt:
             times.append(float(out.stdout))
     return statistics.median(times) if times else float("nan")
+
+
+def _startup_time(config: Config, count: int) -> float:
+    from ._startup import command_for, measure
+
+    try:
+        return measure(command_for(config.sdk, config.backend), config.env(), count)
+    except (RuntimeError, OSError, subprocess.SubprocessError):
+        return float("nan")
 
 
 def _run_worker(

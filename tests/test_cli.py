@@ -1,0 +1,191 @@
+"""The ``acp-fast`` command line, run as a real subprocess.
+
+Each test starts ``python -m acp_fast`` (the ``acp-fast`` entry point) and
+checks what a person at a terminal sees: the exit status, and that stderr
+holds one line, never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from acp_fast import __version__
+from acp_fast._cli import _COMMANDS
+
+ROOT = Path(__file__).resolve().parent.parent
+COMMANDS = [entry.name for entry in _COMMANDS]
+
+
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, prelude: str = "pass"
+) -> subprocess.CompletedProcess[str]:
+    """``acp-fast ARGS``; ``prelude`` runs first (to hide an installed module)."""
+    code = f"import sys; {prelude}; from acp_fast._cli import main; sys.exit(main())"
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=50,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def hidden(*modules: str) -> str:
+    """A prelude that makes ``modules`` look uninstalled (``find_spec`` says None)."""
+    return "; ".join(f"sys.modules[{name!r}] = None" for name in modules)
+
+
+def assert_one_line(stderr: str) -> None:
+    assert "Traceback" not in stderr
+    assert len(stderr.strip().splitlines()) == 1, stderr
+
+
+@pytest.mark.parametrize(
+    ("no_ext", "core"),
+    [pytest.param("", "compiled", marks=pytest.mark.c_extension), ("1", "pure Python")],
+)
+def test_version_names_version_core_and_python(no_ext: str, core: str) -> None:
+    env = {**os.environ, "ACP_FAST_NO_EXTENSIONS": no_ext}
+    done = run_cli("--version", env=env)
+    assert done.returncode == 0
+    assert done.stdout.startswith(f"acp-fast {__version__} ")
+    assert f"core: {core}" in done.stdout
+    assert f"{platform.python_implementation()} {platform.python_version()}" in done.stdout
+
+
+def test_top_level_help_lists_every_command_without_markup() -> None:
+    done = run_cli("--help")
+    assert done.returncode == 0
+    for name in COMMANDS:
+        assert f"    {name}" in done.stdout
+    assert "``" not in done.stdout and "::" not in done.stdout
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_every_command_help_has_a_description_and_examples(name: str) -> None:
+    done = run_cli(name, "--help")
+    assert done.returncode == 0
+    usage, description, *rest = done.stdout.split("\n\n")
+    assert usage.startswith(f"usage: acp-fast {name}")
+    assert len(description) > 40
+    examples = done.stdout.split("examples:\n", 1)[1]
+    assert f"  acp-fast {name}" in examples or "acp-fast conductor" in examples
+
+
+def test_codegen_help_shows_its_options() -> None:
+    done = run_cli("codegen", "--help")
+    for option in ("--check", "--schema-dir DIR", "--out DIR"):
+        assert option in done.stdout
+
+
+def test_unknown_option_is_a_usage_error() -> None:
+    done = run_cli("demo", "--no-such-option")
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr and "unrecognized arguments" in done.stderr
+
+
+@pytest.mark.parametrize("name", ["demo", "example-agent", "example-proxy"])
+def test_trio_backend_without_trio_names_the_extra(name: str) -> None:
+    done = run_cli(name, "--backend", "trio", prelude=hidden("trio"))
+    assert done.returncode == 1
+    assert_one_line(done.stderr)
+    assert "pip install 'acp-fast[trio]'" in done.stderr
+
+
+def test_codegen_without_its_extra_names_the_extra() -> None:
+    done = run_cli("codegen", "--check", prelude=hidden("datamodel_code_generator"))
+    assert done.returncode == 1
+    assert_one_line(done.stderr)
+    assert "pip install 'acp-fast[codegen]'" in done.stderr
+
+
+def test_python_m_codegen_without_its_extra_is_one_line() -> None:
+    code = f"import sys, runpy; {hidden('jsonschema')}; runpy.run_module('codegen', run_name='__main__')"
+    done = subprocess.run(
+        [sys.executable, "-c", code, "--check"], capture_output=True, text=True, cwd=ROOT
+    )
+    assert done.returncode == 2
+    assert_one_line(done.stderr)
+    assert "'codegen' extra" in done.stderr and "jsonschema" in done.stderr
+
+
+@pytest.mark.slow
+def test_codegen_check_passes_from_another_directory(tmp_path: Path) -> None:
+    done = run_cli("codegen", "--check", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    progress = done.stderr.splitlines()
+    assert progress[0].startswith("codegen: generating from")
+    assert [line.split()[-1] for line in progress[1:]] == [
+        "v1",
+        "v1_unstable",
+        "v2",
+        "v2_unstable",
+    ]
+
+
+@pytest.mark.slow
+def test_codegen_out_writes_the_committed_modules_elsewhere(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    done = run_cli("codegen", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    written = sorted(path.name for path in out.iterdir())
+    committed = {
+        "methods.py": ROOT / "acp_fast" / "_typed" / "methods.py",
+        **{name: ROOT / "acp_fast" / "schema" / name for name in ("v1.py", "v1_unstable.py")},
+        **{name: ROOT / "acp_fast" / "schema" / name for name in ("v2.py", "v2_unstable.py")},
+    }
+    assert written == sorted(committed)
+    for name in written:
+        assert (out / name).read_text() == committed[name].read_text()
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_demo_into_a_closed_pipe_exits_141_quietly(backend: str) -> None:
+    with subprocess.Popen(
+        [sys.executable, "-m", "acp_fast", "demo", "--backend", backend],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as process:
+        assert process.stdout is not None and process.stderr is not None
+        assert process.stdout.readline().startswith(b"acp_fast ")
+        process.stdout.close()  # as `| head -1` does
+        stderr = process.stderr.read()
+        assert process.wait(timeout=30) == 141
+    assert stderr == b""
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+@pytest.mark.parametrize("name", ["example-agent", "demo"])
+def test_ctrl_c_exits_130_quietly(name: str, backend: str) -> None:
+    with subprocess.Popen(
+        [sys.executable, "-m", "acp_fast", name, "--backend", backend],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as process:
+        assert process.stdout is not None and process.stdin is not None
+        if name == "demo":
+            process.stdout.readline()  # running, and its agent spawned
+            process.stdout.readline()
+        else:
+            # The agent answers initialize only once its loop runs: then Ctrl-C
+            # arrives while it waits for the next line, as in a terminal.
+            process.stdin.write(
+                b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}\n'
+            )
+            process.stdin.flush()
+            process.stdout.readline()
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 130
+    assert stderr == b""
