@@ -123,6 +123,11 @@ class ClientEndpoint(Endpoint):
     def cancelled_result(self, name: str, request: Any) -> Any:
         return PERMISSION_CANCELLED  # our own session/cancel stopped it
 
+    def cancelled_by_peer(self, name: str, request: Any) -> Any:
+        if name == "request_permission":
+            return PERMISSION_CANCELLED  # as for a running one (see call)
+        return super().cancelled_by_peer(name, request)
+
     async def call(
         self,
         name: str,
@@ -140,8 +145,9 @@ class ClientEndpoint(Endpoint):
             return PERMISSION_CANCELLED
 
     def cancel_permissions(self, session_id: str) -> None:
-        for scope in self.permissions.pop(session_id, ()):
-            scope.cancel()
+        for scope in list(self.permissions.get(session_id, ())):
+            self.cancel_scope(scope)  # a waiting request is answered at once
+        self.permissions.pop(session_id, None)
 
 
 PERMISSION_CANCELLED = v1.RequestPermissionResponse(outcome=v1.RequestPermissionOutcomeCancelled())

@@ -5,10 +5,13 @@ one handler is registered on the connection builder:
 
 * **Requests** run each in a task of their own (so a prompt can await the
   client's answers while other messages flow), at most
-  ``max_concurrent_requests`` at once. Beyond that the dispatch loop waits
-  for a slot before it reads on: a flood of requests paces the peer instead
-  of piling up tasks. The peer's ``$/cancel_request`` for a request cancels
-  its task, and the request is answered -32800 (unless the method returns a
+  ``max_concurrent_requests`` at once. Beyond that a request waits in a
+  queue while the dispatch loop reads on, so responses, cancellations and
+  EOF are always acted on (docs/semantics.md §2.4, admission). A waiting
+  request cancelled before it starts is answered without running. The queue
+  holds at most ``MAX_WAITING_REQUESTS``; a request beyond that is refused
+  at once. The peer's ``$/cancel_request`` for a running request cancels its
+  task, and the request is answered -32800 (unless the method returns a
   value anyway). A method returning None answers ``{}``, never ``null``.
 * **Notifications** run in the dispatch loop, in arrival order (so a
   client's ``session_update`` calls happen in the order the updates came,
@@ -21,6 +24,7 @@ one handler is registered on the connection builder:
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from types import ModuleType
 from typing import Any
@@ -38,6 +42,10 @@ __all__ = ("Endpoint", "overrides")
 log = logging.getLogger("acp_fast")
 
 DEFAULT_MAX_CONCURRENT_REQUESTS = 64
+# Requests beyond the running ones wait in a queue this long at most; beyond
+# it a request is refused at once, so that the loop never stops reading
+# (docs/semantics.md §2.4) and memory stays bounded.
+MAX_WAITING_REQUESTS = 4096
 
 
 def overrides(instance: object, base: type, name: str) -> bool:
@@ -60,7 +68,14 @@ class Endpoint:
         self.base = base
         self.table = table
         self.schema = schema
-        self.slots = Slots(max_concurrent_requests)
+        if max_concurrent_requests < 1:
+            raise ValueError("at least one request must be able to run")
+        self.max_running = max_concurrent_requests
+        self.running = 0
+        self.max_waiting = MAX_WAITING_REQUESTS
+        # Waiting requests, oldest first (a dict used as an ordered set).
+        self.waiting: OrderedDict[Waiting, None] = OrderedDict()
+        self.waiting_scopes: dict[anyio.CancelScope, Waiting] = {}
         self.cx: ConnectionTo[Any] | None = None
 
     def install(self, builder: Builder[Any]) -> Builder[Any]:
@@ -97,20 +112,95 @@ class Endpoint:
         async def handle(request: Any, responder: Responder[Any], cx: ConnectionTo[Any]) -> None:
             if self.cx is not cx:
                 self.bind(cx)
-            # Waiting for a slot holds the dispatch loop: backpressure, not a
-            # pile of tasks. (No checkpoint when a slot is free: this runs for
-            # every request.)
-            await self.slots.acquire()
             # Registered here, in dispatch order: a cancellation that arrives
-            # right behind the request finds it even before its task runs.
-            try:
-                scope = self.begin(name, request)
-            except BaseException:
-                self.slots.release()
-                raise
-            cx.spawn(self._run_request, name, bound, request, responder, scope)
+            # right behind the request finds it even before it starts.
+            scope = self.begin(name, request)
+            if self.running < self.max_running:
+                self.running += 1
+                cx.spawn(self._run_request, name, bound, request, responder, scope)
+            else:
+                self._wait(Waiting(name, bound, request, responder, scope))
 
         return handle
+
+    # -- admission (docs/semantics.md §2.4) -------------------------------------
+
+    def _wait(self, waiting: Waiting) -> None:
+        """Queue a request until a slot frees; the dispatch loop reads on."""
+        if len(self.waiting) >= self.max_waiting:
+            self._finish_waiting(waiting)
+            waiting.responder.respond_with_error(
+                Error.internal_error(
+                    {"reason": "too_many_waiting_requests", "limit": self.max_waiting}
+                )
+            )
+            return
+        self.waiting[waiting] = None
+        if waiting.scope is not None:
+            self.waiting_scopes[waiting.scope] = waiting
+        # The peer's $/cancel_request answers a waiting request at once.
+        waiting.watch = lambda: self._cancel_waiting(waiting, by_peer=True)
+        if waiting.responder.cancellation()._watch(waiting.watch):
+            self._cancel_waiting(waiting, by_peer=True)
+
+    def _cancel_waiting(self, waiting: Waiting, by_peer: bool) -> None:
+        if waiting not in self.waiting:
+            return
+        del self.waiting[waiting]
+        self._finish_waiting(waiting)
+        responder = waiting.responder
+        if responder.answered:
+            return
+        try:
+            if by_peer:
+                result = self.cancelled_by_peer(waiting.name, waiting.request)
+            else:
+                result = self.cancelled_result(waiting.name, waiting.request)
+        except Error as error:
+            responder.respond_with_error(error)
+        else:
+            responder.respond({} if result is None else result)
+
+    def _finish_waiting(self, waiting: Waiting) -> None:
+        if waiting.watch is not None:
+            waiting.responder.cancellation()._unwatch(waiting.watch)
+            waiting.watch = None
+        if waiting.scope is not None:
+            self.waiting_scopes.pop(waiting.scope, None)
+            self.end(waiting.name, waiting.request, waiting.scope)
+
+    def cancel_scope(self, scope: anyio.CancelScope) -> None:
+        """Cancel a request registered by ``begin``: a running one is stopped,
+        a waiting one is answered at once with ``cancelled_result``."""
+        scope.cancel()
+        waiting = self.waiting_scopes.get(scope)
+        if waiting is not None:
+            self._cancel_waiting(waiting, by_peer=False)
+
+    def _release(self) -> None:
+        """A request finished: start the oldest waiting one in its slot."""
+        self.running -= 1
+        while self.waiting and self.running < self.max_running:
+            waiting, _ = self.waiting.popitem(last=False)
+            if waiting.watch is not None:
+                waiting.responder.cancellation()._unwatch(waiting.watch)
+                waiting.watch = None
+            if waiting.scope is not None:
+                self.waiting_scopes.pop(waiting.scope, None)
+            if self.cx is None:
+                return
+            try:
+                self.cx.spawn(
+                    self._run_request,
+                    waiting.name,
+                    waiting.method,
+                    waiting.request,
+                    waiting.responder,
+                    waiting.scope,
+                )
+            except Error:
+                return  # the connection is ending: the rest are answered as dropped
+            self.running += 1
 
     async def _run_request(
         self,
@@ -144,7 +234,7 @@ class Endpoint:
             if not responder.answered:
                 responder.respond({} if result is None else result)
         finally:
-            self.slots.release()
+            self._release()
 
     def begin(self, name: str, request: Any) -> anyio.CancelScope | None:
         """A cancel scope to run this request in, registered where the
@@ -156,6 +246,10 @@ class Endpoint:
 
     def cancelled_result(self, name: str, request: Any) -> Any:
         """What a request stopped through its ``begin`` scope answers."""
+        raise Error.request_cancelled()
+
+    def cancelled_by_peer(self, name: str, request: Any) -> Any:
+        """What a request the peer cancelled before it started answers."""
         raise Error.request_cancelled()
 
     async def call(
@@ -206,29 +300,22 @@ class Endpoint:
         return None
 
 
-class Slots:
-    """A counting limit that costs nothing while under it.
+class Waiting:
+    """A request admitted but not started (docs/semantics.md §2.4)."""
 
-    (anyio's CapacityLimiter checkpoints on every acquire: a loop iteration
-    per request, for the common case where a slot is free.)
-    """
+    __slots__ = ("method", "name", "request", "responder", "scope", "watch")
 
-    def __init__(self, total: int) -> None:
-        if total < 1:
-            raise ValueError("at least one request must be able to run")
-        self.total = total
-        self.active = 0
-        self._freed: anyio.Event | None = None
-
-    async def acquire(self) -> None:
-        while self.active >= self.total:
-            if self._freed is None:
-                self._freed = anyio.Event()
-            await self._freed.wait()
-        self.active += 1
-
-    def release(self) -> None:
-        self.active -= 1
-        freed, self._freed = self._freed, None
-        if freed is not None:
-            freed.set()
+    def __init__(
+        self,
+        name: str,
+        method: Callable[[Any], Awaitable[Any]],
+        request: Any,
+        responder: Responder[Any],
+        scope: anyio.CancelScope | None,
+    ) -> None:
+        self.name = name
+        self.method = method
+        self.request = request
+        self.responder = responder
+        self.scope = scope
+        self.watch: Callable[[], None] | None = None
