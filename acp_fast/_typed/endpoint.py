@@ -30,6 +30,7 @@ from types import ModuleType
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 
 from .._async.builder import Builder
 from .._async.connection import ConnectionTo
@@ -46,6 +47,9 @@ DEFAULT_MAX_CONCURRENT_REQUESTS = 64
 # it a request is refused at once, so that the loop never stops reading
 # (docs/semantics.md §2.4) and memory stays bounded.
 MAX_WAITING_REQUESTS = 4096
+# Loop iterations without a request finishing after which a congested
+# endpoint lets the loop read on (see Endpoint.make_room).
+_IDLE_ITERATIONS = 3
 
 
 def overrides(instance: object, base: type, name: str) -> bool:
@@ -72,6 +76,7 @@ class Endpoint:
             raise ValueError("at least one request must be able to run")
         self.max_running = max_concurrent_requests
         self.running = 0
+        self.finished = 0  # requests run to their end, ever (see make_room)
         self.max_waiting = MAX_WAITING_REQUESTS
         # Waiting requests, oldest first (a dict used as an ordered set).
         self.waiting: OrderedDict[Waiting, None] = OrderedDict()
@@ -98,6 +103,7 @@ class Endpoint:
     def bind(self, cx: ConnectionTo[Any]) -> None:
         """Called with the connection before its first message is handled."""
         self.cx = cx
+        cx._admission = self
 
     def implements(self, wire: str, name: str) -> bool:
         return overrides(self.instance, self.base, name)
@@ -169,6 +175,26 @@ class Endpoint:
             self.waiting_scopes.pop(waiting.scope, None)
             self.end(waiting.name, waiting.request, waiting.scope)
 
+    def congested(self) -> bool:
+        """More requests wait than run: let them run before reading more."""
+        return len(self.waiting) >= self.max_running
+
+    async def make_room(self) -> None:
+        """Let waiting requests run while they make progress; return (and let
+        the loop read on) once a few loop iterations pass without any request
+        finishing: the running ones may be waiting for the peer's next
+        message, a permission answer or a cancel (docs/semantics.md §2.4).
+        (A few: a request freed in one iteration starts in the next, and
+        trio runs the tasks of one iteration in any order.)"""
+        while len(self.waiting) >= self.max_running:
+            finished = self.finished
+            for _ in range(_IDLE_ITERATIONS):
+                await anyio.lowlevel.checkpoint()
+                if self.finished != finished:
+                    break
+            else:
+                return
+
     def cancel_scope(self, scope: anyio.CancelScope) -> None:
         """Cancel a request registered by ``begin``: a running one is stopped,
         a waiting one is answered at once with ``cancelled_result``."""
@@ -180,6 +206,7 @@ class Endpoint:
     def _release(self) -> None:
         """A request finished: start the oldest waiting one in its slot."""
         self.running -= 1
+        self.finished += 1
         while self.waiting and self.running < self.max_running:
             waiting, _ = self.waiting.popitem(last=False)
             if waiting.watch is not None:

@@ -59,6 +59,9 @@ __all__ = ("Component", "Conductor", "run_conductor")
 
 log = logging.getLogger("acp_fast.conductor")
 
+# Unwritten bytes towards the next hop above which forwarding waits for them.
+_FORWARD_WINDOW = 128 * 1024
+
 Component: TypeAlias = Sequence[str] | Transport | Builder[Any]
 """A link of the chain: an argv list (run as a subprocess), a transport to
 an already running component, or a builder run in this process."""
@@ -339,6 +342,12 @@ async def _deliver(target: ConnectionTo[Any], peer: type[Role], dispatch: Any) -
         else:
             log.debug("dropped a notification for %r: %s", target, exc)
         return
+    if isinstance(dispatch, RequestDispatch) and target._channel.pending > _FORWARD_WINDOW:
+        # Each forwarded request keeps state here until its answer (about a
+        # kilobyte): the hop takes requests in smaller steps than the 1 MiB
+        # of pace, so that a fast client before a slower agent cannot pile
+        # up thousands of them (docs/semantics.md §2.4, output backpressure).
+        await target._drain()
     await pace(target)
 
 
