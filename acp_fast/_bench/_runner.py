@@ -84,6 +84,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rounds", type=int, help="rounds per configuration (default 5)")
     parser.add_argument("--seconds", type=float, help="measuring window per workload")
     parser.add_argument("--no-official", action="store_true", help="leave the official SDK out")
+    parser.add_argument(
+        "--stdio",
+        action="store_true",
+        help="the class API over stdio instead: BaseAgent and BaseClient beside the "
+        "official SDK's agent class and spawn_agent_process, against raw no-SDK peers",
+    )
+    parser.add_argument(
+        "--pin", action="store_true", help="with --stdio: run every process on one CPU"
+    )
 
 
 DESCRIPTION = (
@@ -100,6 +109,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     backends = list(dict.fromkeys(args.backend or ["asyncio"]))
+    if args.stdio:
+        from ._stdio import run_stdio
+
+        for backend in backends:
+            sys.stdout.write(
+                run_stdio(
+                    rounds=args.rounds or (1 if args.quick else 3),
+                    seconds=args.seconds or (0.5 if args.quick else 1.0),
+                    backend=backend,
+                    pin=args.pin,
+                    official=not args.no_official and _official_version() is not None,
+                    as_json=args.json,
+                )
+            )
+        return 0
     # Five short rounds beat three long ones on a noisy machine: a slow spell
     # then spoils one round of each configuration, and the median drops it.
     rounds = args.rounds or (1 if args.quick else 5)
