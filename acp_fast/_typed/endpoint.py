@@ -81,6 +81,7 @@ class Endpoint:
         # Waiting requests, oldest first (a dict used as an ordered set).
         self.waiting: OrderedDict[Waiting, None] = OrderedDict()
         self.waiting_scopes: dict[anyio.CancelScope, Waiting] = {}
+        self.idle_workers: list[Worker] = []  # parked workers (see _work)
         self.cx: ConnectionTo[Any] | None = None
 
     def install(self, builder: Builder[Any]) -> Builder[Any]:
@@ -120,12 +121,17 @@ class Endpoint:
                 self.bind(cx)
             # Registered here, in dispatch order: a cancellation that arrives
             # right behind the request finds it even before it starts.
-            scope = self.begin(name, request)
-            if self.running < self.max_running:
+            job = Waiting(name, bound, request, responder, self.begin(name, request))
+            if self.idle_workers:  # a worker is parked: hand it the request
+                worker = self.idle_workers.pop()
+                worker.job = job
                 self.running += 1
-                cx.spawn(self._run_request, name, bound, request, responder, scope)
+                cx._backend.wake(worker.waiter)
+            elif self.running < self.max_running:
+                self.running += 1
+                cx.spawn(self._work, job)
             else:
-                self._wait(Waiting(name, bound, request, responder, scope))
+                self._wait(job)
 
         return handle
 
@@ -154,14 +160,14 @@ class Endpoint:
             return
         del self.waiting[waiting]
         self._finish_waiting(waiting)
+        if by_peer:
+            self._answer_cancelled_by_peer(waiting)
+            return
         responder = waiting.responder
         if responder.answered:
             return
         try:
-            if by_peer:
-                result = self.cancelled_by_peer(waiting.name, waiting.request)
-            else:
-                result = self.cancelled_result(waiting.name, waiting.request)
+            result = self.cancelled_result(waiting.name, waiting.request)
         except Error as error:
             responder.respond_with_error(error)
         else:
@@ -203,31 +209,87 @@ class Endpoint:
         if waiting is not None:
             self._cancel_waiting(waiting, by_peer=False)
 
-    def _release(self) -> None:
-        """A request finished: start the oldest waiting one in its slot."""
+    async def _work(self, job: Waiting) -> None:
+        """A worker: runs requests one after the other, for the connection's
+        life, parking while idle; a task per request would cost more than
+        most requests do (docs/semantics.md §2.4).
+
+        The worker's cancel scope spans many requests: the peer's
+        ``$/cancel_request`` for the running one cancels it, and only then is
+        a new scope entered. (One scope per request, entered and left, was
+        the largest cost of an instant request.)
+        """
+        assert self.cx is not None
+        backend = self.cx._backend
+        worker = Worker()
+        next_job: Waiting | None = job
+        while next_job is not None:
+            job = next_job
+            next_job = None
+            with anyio.CancelScope() as scope:
+                while True:
+                    state = job.responder.cancellation()._state
+                    if state.fired:  # cancelled before it started
+                        self._answer_cancelled_by_peer(job)
+                    else:
+                        state.add_callback(scope.cancel)
+                        try:
+                            await self._run_request(
+                                job.name, job.method, job.request, job.responder, job.scope
+                            )
+                        finally:
+                            state.remove_callback(scope.cancel)
+                    self.finished += 1
+                    if scope.cancel_called:
+                        # The request returned a value although cancelled:
+                        # it is answered; the next one needs a fresh scope.
+                        next_job = await self._next_job(worker, backend)
+                        break
+                    job = await self._next_job(worker, backend)
+            if scope.cancelled_caught:  # the peer cancelled the running request
+                self._answer_cancelled_by_peer(job)
+                self.finished += 1
+                next_job = await self._next_job(worker, backend)
+
+    async def _next_job(self, worker: Worker, backend: Any) -> Waiting:
+        """The oldest waiting request, or (parked) the next one handed over."""
+        job = self._next_waiting()
+        if job is not None:
+            return job
         self.running -= 1
-        self.finished += 1
-        while self.waiting and self.running < self.max_running:
-            waiting, _ = self.waiting.popitem(last=False)
-            if waiting.watch is not None:
-                waiting.responder.cancellation()._unwatch(waiting.watch)
-                waiting.watch = None
-            if waiting.scope is not None:
-                self.waiting_scopes.pop(waiting.scope, None)
-            if self.cx is None:
-                return
-            try:
-                self.cx.spawn(
-                    self._run_request,
-                    waiting.name,
-                    waiting.method,
-                    waiting.request,
-                    waiting.responder,
-                    waiting.scope,
-                )
-            except Error:
-                return  # the connection is ending: the rest are answered as dropped
-            self.running += 1
+        worker.job = None
+        worker.waiter = backend.new_waiter()
+        self.idle_workers.append(worker)
+        try:
+            await worker.waiter
+        except BaseException:
+            if worker in self.idle_workers:
+                self.idle_workers.remove(worker)
+            raise
+        return worker.take()
+
+    def _answer_cancelled_by_peer(self, job: Waiting) -> None:
+        responder = job.responder
+        if responder.answered:
+            return
+        try:
+            result = self.cancelled_by_peer(job.name, job.request)
+        except Error as error:
+            responder.respond_with_error(error)
+        else:
+            responder.respond({} if result is None else result)
+
+    def _next_waiting(self) -> Waiting | None:
+        """The oldest waiting request, taken out of the queue."""
+        if not self.waiting:
+            return None
+        waiting, _ = self.waiting.popitem(last=False)
+        if waiting.watch is not None:
+            waiting.responder.cancellation()._unwatch(waiting.watch)
+            waiting.watch = None
+        if waiting.scope is not None:
+            self.waiting_scopes.pop(waiting.scope, None)
+        return waiting
 
     async def _run_request(
         self,
@@ -260,8 +322,6 @@ class Endpoint:
         else:
             if not responder.answered:
                 responder.respond({} if result is None else result)
-        finally:
-            self._release()
 
     def begin(self, name: str, request: Any) -> anyio.CancelScope | None:
         """A cancel scope to run this request in, registered where the
@@ -286,8 +346,9 @@ class Endpoint:
         request: Any,
         responder: Responder[Any],
     ) -> Any:
-        """Run one request method; the peer's $/cancel_request stops it (-32800)."""
-        return await responder.cancellation().run_until_cancelled(method, request)
+        """Run one request method (the peer's $/cancel_request stops it with
+        the worker's scope, see ``_work``)."""
+        return await method(request)
 
     # -- notifications --------------------------------------------------------
 
@@ -346,3 +407,18 @@ class Waiting:
         self.responder = responder
         self.scope = scope
         self.watch: Callable[[], None] | None = None
+
+
+class Worker:
+    """A parked worker: the waiter it sleeps on and the request it is handed."""
+
+    __slots__ = ("job", "waiter")
+
+    def __init__(self) -> None:
+        self.job: Waiting | None = None
+        self.waiter: Any = None
+
+    def take(self) -> Waiting:
+        job, self.job = self.job, None
+        assert job is not None
+        return job
