@@ -16,8 +16,8 @@
 
 ``session_update`` runs in the connection's dispatch loop, in arrival order,
 so when ``prompt`` returns, every update the agent sent before its answer has
-been handled. Requests from the agent (permissions, files, terminals) run in
-tasks of their own. ``agent.cancel(session_id)`` sends ``session/cancel`` and
+been handled. Requests from the agent (permissions, files, terminals) run
+concurrently, beside the dispatch loop. ``agent.cancel(session_id)`` sends ``session/cancel`` and
 answers that session's pending permission requests with the ``cancelled``
 outcome, as the protocol asks of clients; a ``$/cancel_request`` from the
 agent for a permission request answers it the same way.

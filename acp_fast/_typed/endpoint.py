@@ -3,15 +3,15 @@
 For each wire method of its side (``methods.py``) that a subclass overrides,
 one handler is registered on the connection builder:
 
-* **Requests** run each in a task of their own (so a prompt can await the
-  client's answers while other messages flow), at most
-  ``max_concurrent_requests`` at once. Beyond that a request waits in a
+* **Requests** run concurrently on workers, tasks kept for the connection's
+  life (so a prompt can await the client's answers while other messages
+  flow), at most ``max_concurrent_requests`` at once. Beyond that a request waits in a
   queue while the dispatch loop reads on, so responses, cancellations and
   EOF are always acted on (docs/semantics.md §2.4, admission). A waiting
   request cancelled before it starts is answered without running. The queue
   holds at most ``MAX_WAITING_REQUESTS``; a request beyond that is refused
-  at once. The peer's ``$/cancel_request`` for a running request cancels its
-  task, and the request is answered -32800 (unless the method returns a
+  at once. The peer's ``$/cancel_request`` for a running request stops it at
+  its current ``await``, and the request is answered -32800 (unless the method returns a
   value anyway). A method returning None answers ``{}``, never ``null``.
 * **Notifications** run in the dispatch loop, in arrival order (so a
   client's ``session_update`` calls happen in the order the updates came,
