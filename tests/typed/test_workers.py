@@ -123,3 +123,27 @@ async def test_a_prompt_queued_behind_another_session_is_stopped_by_session_canc
             "result": {"stopReason": "cancelled"},
         }
         assert agent.ran == ["a"]
+
+
+async def test_a_client_whose_workers_all_wait_still_reads_the_agents_cancels():
+    class Waits(acp.BaseClient):
+        async def request_permission(
+            self, request: v1.RequestPermissionRequest
+        ) -> v1.RequestPermissionResponse:
+            await anyio.sleep_forever()
+            raise AssertionError("unreachable")
+
+    builder, _ = acp.client_builder(Waits())
+    params = {
+        "sessionId": "s",
+        "toolCall": {"toolCallId": "t"},
+        "options": [{"optionId": "allow", "name": "Allow", "kind": "allow_once"}],
+    }
+    async with facing_raw_peer(builder) as (cx, peer, log):
+        for n in range(65):  # one more than the workers
+            peer.send({**call(n, "session/request_permission"), "params": params})
+        for n in reversed(range(65)):
+            peer.send(cancel(n))
+        answers = [await log.next() for _ in range(65)]
+        assert sorted(a["id"] for a in answers) == list(range(65))
+        assert {a["result"]["outcome"]["outcome"] for a in answers} == {"cancelled"}
