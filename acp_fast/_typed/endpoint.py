@@ -34,6 +34,7 @@ import anyio.lowlevel
 
 from .._async.builder import Builder
 from .._async.connection import ConnectionTo
+from .._async.dispatch import describe, is_spurious_cancel
 from .._async.messages import NOT_HANDLED, UntypedMessage
 from .._async.responder import Responder
 from .._errors import Error
@@ -319,6 +320,14 @@ class Endpoint:
                 responder.respond_with_error(
                     Error.internal_error({"details": f"{type(exc).__name__}: {exc}"[:1000]})
                 )
+        except BaseException as exc:
+            if not is_spurious_cancel(exc):
+                raise
+            # A CancelledError nobody asked for (re-raised from an inner task):
+            # the method's failure, not the end of the worker (and its slot).
+            log.error("%s.%s raised CancelledError", type(self.instance).__name__, name)
+            if not responder.answered:
+                responder.respond_with_error(Error.internal_error({"details": describe(exc)}))
         else:
             if not responder.answered:
                 responder.respond({} if result is None else result)

@@ -147,3 +147,28 @@ async def test_a_client_whose_workers_all_wait_still_reads_the_agents_cancels():
         answers = [await log.next() for _ in range(65)]
         assert sorted(a["id"] for a in answers) == list(range(65))
         assert {a["result"]["outcome"]["outcome"] for a in answers} == {"cancelled"}
+
+
+async def test_a_method_raising_a_stray_cancelled_error_is_answered_and_keeps_its_worker(
+    anyio_backend: str,
+) -> None:
+    if anyio_backend != "asyncio":
+        pytest.skip("a CancelledError nobody asked for is an asyncio matter")
+    import asyncio
+
+    class Stray(acp.BaseAgent):
+        max_concurrent_requests = 1
+
+        async def ext_method(self, method: str, params: Any) -> Any:
+            if method == "_stray":
+                inner = asyncio.ensure_future(asyncio.sleep(10))
+                inner.cancel()
+                await inner  # raises CancelledError, though this task was not cancelled
+            return {"ok": method}
+
+    async with facing_raw_peer(acp.agent_builder(Stray())) as (cx, peer, log):
+        peer.send(call(1, "_stray"))
+        first = await log.next()
+        assert first["id"] == 1 and first["error"]["code"] == -32603
+        peer.send(call(2, "_after"))
+        assert await log.next() == {"jsonrpc": "2.0", "id": 2, "result": {"ok": "_after"}}
