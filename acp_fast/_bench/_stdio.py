@@ -207,6 +207,8 @@ def measure_agent(agent: str, backend: str, seconds: float) -> dict[str, float]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        assert process.stdout is not None
+        process.stdout.close()
 
 
 # --- the clients (each in a child process: python -m acp_fast._bench._stdio) ---
