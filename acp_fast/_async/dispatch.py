@@ -40,6 +40,7 @@ from .._core import (
 from .._errors import Error
 from .._io.backend import Backend
 from .._io.channel import Channel
+from . import _wire
 from .handlers import DISPATCH, HandlerEntry, PeerStyle
 from .messages import (
     CANCEL_REQUEST_METHOD,
@@ -202,6 +203,18 @@ class Dispatcher(Outbox):
         self, request_id: Any, method: str, params: Any, batch: Batch | None
     ) -> Coroutine[Any, Any, object] | None:
         """Offer a request to its handlers; returns a coroutine when one must run."""
+        if self._table.in_flight(request_id):
+            # A reused id would make the first request uncancellable and its
+            # answer ambiguous: refuse the second (docs/semantics.md §4.4).
+            line = _wire.encode_error(
+                request_id,
+                Error.invalid_request(f"request id {request_id!r} is already in flight").to_dict(),
+            )
+            if batch is None:
+                self._enqueue(line)
+            else:
+                batch.fill(batch.new_slot(), line)
+            return None
         incoming = self._table.register_incoming(request_id)
         responder: Responder[Any] = Responder(
             self, incoming, method, batch, -1 if batch is None else batch.new_slot()

@@ -7,7 +7,11 @@ switch (``_take``) sends a request, a notification or a response to dispatch,
 for a lone message and for each entry of a batch alike. Lines that are not
 JSON, too large or not JSON-RPC get their error answer here, and the loop goes
 on. Handlers run in the loop, so a slow handler stops reading and the peer's
-writes block: that is the backpressure, and it bounds memory.
+writes block: that is the backpressure, and it bounds memory. A request that
+arrives while more than ``HIGH_WATER`` of our output is unwritten waits, and
+the loop with it, until the peer has taken that output (docs/semantics.md
+§2.4, output backpressure); before each read, a class-API endpoint with a
+long queue may let its waiting requests run (``Admission``).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 import logging
 import types
 from collections.abc import Callable, Coroutine, Generator
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import anyio
 import msgspec
@@ -46,12 +50,13 @@ from .._io.channel import Channel, ChannelError
 from . import _wire
 from .dispatch import Dispatcher, is_abort, is_spurious_cancel
 from .handlers import HandlerEntry
+from .outbox import HIGH_WATER
 from .responder import Batch
 
 if TYPE_CHECKING:
     from .roles import Role
 
-__all__ = ("Inbound",)
+__all__ = ("Admission", "Inbound")
 
 log = logging.getLogger("acp_fast")
 
@@ -95,6 +100,15 @@ def _resume(
             raise
 
 
+class Admission(Protocol):
+    """Lets waiting requests run before more input is read."""
+
+    def congested(self) -> bool: ...
+
+    async def make_room(self) -> None:
+        """Return when reading may go on (it must, if nothing progresses)."""
+
+
 class Inbound(Dispatcher):
     """The read loop, framing hand-off, classification, bad lines, batches."""
 
@@ -115,6 +129,9 @@ class Inbound(Dispatcher):
         self._framer = LineBuffer(max_message_size)
         self._max_message_size = max_message_size
         self._dispatch_task: object = None
+        # Consulted before each read: a class-API endpoint with a long queue
+        # of waiting requests (acp_fast/_typed/endpoint.py).
+        self._admission: Admission | None = None
 
     async def _read_loop(self) -> bool:
         """Read and dispatch until EOF (returns True) or a failure (False)."""
@@ -125,6 +142,9 @@ class Inbound(Dispatcher):
         try:
             while True:
                 self._flush()
+                admission = self._admission
+                if admission is not None and admission.congested():
+                    await admission.make_room()
                 try:
                     data = await channel.receive()
                 except ChannelError as exc:
@@ -212,6 +232,8 @@ class Inbound(Dispatcher):
         if kind == RESULT_RESPONSE:
             return self._receive_response(entry.id, SETTLED_OK, entry.result)
         if kind == REQUEST:
+            if self._channel.pending > HIGH_WATER:
+                return self._receive_request_later(entry, batch)
             return self._receive_request(entry.id, entry.method, entry.params, batch)
         if kind == NOTIFICATION:
             return self._receive_notification(entry.method, entry.params)
@@ -226,6 +248,16 @@ class Inbound(Dispatcher):
         else:
             log.debug("dropped an invalid response-shaped message (id %.200r)", entry.id)
         return None
+
+    async def _receive_request_later(self, entry: _wire.Envelope, batch: Batch | None) -> None:
+        """Output backpressure (docs/semantics.md §2.4): the peer has not taken
+        more than HIGH_WATER of what we wrote, so this request (and all that
+        follows it) waits until the output has drained. What came before it,
+        responses included, was handled: a peer waiting on us is not stuck."""
+        await self._drain()
+        pending = self._receive_request(entry.id, entry.method, entry.params, batch)
+        if pending is not None:
+            await pending
 
     def _receive_unparsable(self, line: bytes) -> None:
         if not line.strip():

@@ -97,6 +97,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="record acp_fast's client connections to trace files in DIR "
         "(to measure what tracing costs; docs/tracing.md)",
     )
+    parser.add_argument(
+        "--stdio",
+        action="store_true",
+        help="the class API over stdio instead: BaseAgent and BaseClient beside the "
+        "official SDK's agent class and spawn_agent_process, against raw no-SDK peers",
+    )
+    parser.add_argument(
+        "--pin", action="store_true", help="with --stdio: run every process on one CPU"
+    )
 
 
 DESCRIPTION = (
@@ -116,6 +125,21 @@ def run(args: argparse.Namespace) -> int:
     if args.trace_dir:
         # The workers inherit the environment (Config.env).
         os.environ[TRACE_DIR_VARIABLE] = os.path.abspath(args.trace_dir)
+    if args.stdio:
+        from ._stdio import run_stdio
+
+        for backend in backends:
+            sys.stdout.write(
+                run_stdio(
+                    rounds=args.rounds or (1 if args.quick else 3),
+                    seconds=args.seconds or (0.5 if args.quick else 1.0),
+                    backend=backend,
+                    pin=args.pin,
+                    official=not args.no_official and _official_version() is not None,
+                    as_json=args.json,
+                )
+            )
+        return 0
     # Five short rounds beat three long ones on a noisy machine: a slow spell
     # then spoils one round of each configuration, and the median drops it.
     rounds = args.rounds or (1 if args.quick else 5)

@@ -38,6 +38,7 @@ cdef class RequestTable:
     cpdef list fail_all(self)
     @cython.locals(incoming=IncomingRequest)
     cpdef IncomingRequest register_incoming(self, object request_id)
+    cpdef bint in_flight(self, object request_id)
     cpdef IncomingRequest cancel_incoming(self, object request_id)
     cpdef bint is_current(self, IncomingRequest incoming)
     cpdef void remove_incoming(self, IncomingRequest incoming)

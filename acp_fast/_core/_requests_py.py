@@ -31,7 +31,8 @@
 # that id. Object identity plays the role of the reference's generation
 # counter: a peer that reuses an id (a protocol violation) gets a new object,
 # the old one stops being "current", and a stale Responder can neither see the
-# newer request's cancellation nor remove its slot.
+# newer request's cancellation nor remove its slot. (The dispatch loop asks
+# in_flight first and refuses such a request, so this is a second line.)
 #
 # The core never creates futures, events or tasks. ``consumer``, ``route`` and
 # ``data`` on OutgoingRequest and ``marker`` on IncomingRequest are opaque
@@ -202,6 +203,10 @@ class RequestTable:
         incoming.marker = None
         self._incoming[request_id] = incoming
         return incoming
+
+    def in_flight(self, request_id: object) -> bool:
+        """True while a request from the peer with this id is unanswered."""
+        return request_id in self._incoming
 
     def cancel_incoming(self, request_id: object) -> IncomingRequest | None:
         """Record the peer's $/cancel_request for ``request_id``.

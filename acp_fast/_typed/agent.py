@@ -259,7 +259,7 @@ class AgentEndpoint(Endpoint):
         if name == "cancel":
             scope = self.turns.get(notification.session_id)
             if scope is not None:
-                scope.cancel()
+                self.cancel_scope(scope)  # a waiting prompt is answered at once
         await method(notification)
 
 

@@ -16,8 +16,8 @@
 
 ``session_update`` runs in the connection's dispatch loop, in arrival order,
 so when ``prompt`` returns, every update the agent sent before its answer has
-been handled. Requests from the agent (permissions, files, terminals) run in
-tasks of their own. ``agent.cancel(session_id)`` sends ``session/cancel`` and
+been handled. Requests from the agent (permissions, files, terminals) run
+concurrently, beside the dispatch loop. ``agent.cancel(session_id)`` sends ``session/cancel`` and
 answers that session's pending permission requests with the ``cancelled``
 outcome, as the protocol asks of clients; a ``$/cancel_request`` from the
 agent for a permission request answers it the same way.
@@ -93,6 +93,11 @@ class ClientEndpoint(Endpoint):
     def cancelled_result(self, name: str, request: Any) -> Any:
         return PERMISSION_CANCELLED  # our own session/cancel stopped it
 
+    def cancelled_by_peer(self, name: str, request: Any) -> Any:
+        if name == "request_permission":
+            return PERMISSION_CANCELLED  # as for a running one (see call)
+        return super().cancelled_by_peer(name, request)
+
     async def call(
         self,
         name: str,
@@ -110,8 +115,9 @@ class ClientEndpoint(Endpoint):
             return PERMISSION_CANCELLED
 
     def cancel_permissions(self, session_id: str) -> None:
-        for scope in self.permissions.pop(session_id, ()):
-            scope.cancel()
+        for scope in list(self.permissions.get(session_id, ())):
+            self.cancel_scope(scope)  # a waiting request is answered at once
+        self.permissions.pop(session_id, None)
 
 
 PERMISSION_CANCELLED = v1.RequestPermissionResponse(outcome=v1.RequestPermissionOutcomeCancelled())

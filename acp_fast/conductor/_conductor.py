@@ -60,6 +60,11 @@ __all__ = ("Component", "Conductor", "run_conductor")
 
 log = logging.getLogger("acp_fast.conductor")
 
+# Unwritten bytes towards the next hop above which forwarding waits for them.
+_FORWARD_WINDOW = 128 * 1024
+# Unanswered requests forwarded to one hop above which forwarding waits.
+_FORWARD_REQUESTS = 1024
+
 Component: TypeAlias = Sequence[str] | Transport | Builder[Any]
 """A link of the chain: an argv list (run as a subprocess), a transport to
 an already running component, or a builder run in this process."""
@@ -364,6 +369,18 @@ async def _deliver(target: ConnectionTo[Any], peer: type[Role], dispatch: Any) -
         else:
             log.debug("dropped a notification for %r: %s", target, exc)
         return
+    if isinstance(dispatch, RequestDispatch):
+        # Each forwarded request keeps state here until its answer (about a
+        # kilobyte): the hop takes requests in smaller steps than the 1 MiB
+        # of pace, and at most _FORWARD_REQUESTS unanswered, so that a fast
+        # client before a slower agent cannot pile up thousands of them
+        # (docs/semantics.md §2.4, output backpressure).
+        if target._channel.pending > _FORWARD_WINDOW:
+            await target._drain()
+        while target._table.outgoing_count > _FORWARD_REQUESTS:  # noqa: ASYNC110
+            # No event marks one answer among thousands; a flood is the only
+            # way here, and a short wait costs it nothing.
+            await anyio.sleep(0.0005)
     await pace(target)
 
 

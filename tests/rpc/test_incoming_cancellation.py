@@ -195,27 +195,44 @@ async def test_run_until_cancelled_the_work_wins_a_tie():
         parker.responders[0].respond(None)
 
 
-async def test_a_stale_responder_never_touches_a_newer_request_with_a_reused_id():
+async def test_a_request_reusing_an_id_in_flight_is_refused_and_the_first_is_undisturbed():
+    """docs/semantics.md §1.4, §4.4: -32600 echoing the id; one id names one request."""
     parker = Parker()
     async with facing_raw_peer(parker.builder) as (cx, peer, log):
         peer.send(request(5))
         await barrier_from_peer(log, "1")
-        older = parker.responders[0]
-        older_marker = older.cancellation()
+        first = parker.responders[0]
+        marker = first.cancellation()
         peer.send(request(5))  # a peer reusing an id: a protocol violation
-        await barrier_from_peer(log, "2")
-        newer = parker.responders[1]
-        assert not older.cancellation().is_cancelled()
+        refused = await log.next()
+        assert refused["id"] == 5 and refused["error"]["code"] == -32600
+        assert len(parker.responders) == 1 and cx._table.incoming_count == 1
         peer.send(cancel(5))
-        await barrier_from_peer(log, "3")
-        assert newer.cancellation().is_cancelled()
-        assert not older_marker.is_cancelled() and not older.cancellation().is_cancelled()
-        older.respond("older answer")  # does not remove the newer request's slot
-        assert cx._table.incoming_count == 1
-        newer.respond("newer answer")
+        await barrier_from_peer(log, "2")
+        assert marker.is_cancelled()  # the cancel reaches the first request
+        first.respond("first answer")
         assert cx._table.incoming_count == 0
-        answers = [await log.next(), await log.next()]
-        assert [a["result"] for a in answers] == ["older answer", "newer answer"]
+        assert (await log.next())["result"] == "first answer"
+        peer.send(request(5))  # answered: the id may be used again
+        await barrier_from_peer(log, "3")
+        assert len(parker.responders) == 2
+        parker.responders[1].respond("again")
+        assert (await log.next())["result"] == "again"
+
+
+async def test_a_batch_entry_reusing_an_id_in_flight_is_refused_in_its_slot():
+    parker = Parker()
+    async with facing_raw_peer(parker.builder) as (cx, peer, log):
+        peer.send(request(9))
+        await barrier_from_peer(log, "1")
+        echo_10 = {"jsonrpc": "2.0", "id": 10, "method": SIMPLE, "params": {"message": "x"}}
+        peer.send([request(9, SIMPLE), echo_10])
+        batch = await log.next()
+        assert isinstance(batch, list)
+        assert batch[0]["id"] == 9 and batch[0]["error"]["code"] == -32600
+        assert batch[1]["id"] == 10 and "result" in batch[1]
+        parker.responders[0].respond("first")
+        assert (await log.next())["result"] == "first"
 
 
 async def test_a_marker_taken_after_the_answer_is_detached():

@@ -197,7 +197,7 @@ async def test_invalid_params_answer_with_bounded_data():
         assert len(str(answer)) < 2000
 
 
-async def test_requests_beyond_the_limit_wait_in_the_dispatch_loop():
+async def test_requests_beyond_the_limit_wait_in_a_queue():
     agent, client = Agent(), Client()
     agent.max_concurrent_requests = 1
     async with pair(agent, client) as conn:

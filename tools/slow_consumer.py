@@ -1,0 +1,211 @@
+"""Slow consumer: a client that floods requests and does not read its answers.
+
+A class-API agent (``python -m acp_fast._bench._peers class``), alone or
+behind the conductor, is sent N ``_bench/echo`` requests by a writer thread
+while nobody reads the agent's stdout. Output backpressure
+(docs/semantics.md §2.4) must stop the agent (and each conductor hop) from
+reading once about 1 MiB of answers is unwritten, so the writer blocks on a
+full pipe instead of the agent's memory growing. Once the writer has stalled
+(or finished), the answers are read: every request must be answered exactly
+once, and the peak RSS growth of each process is reported.
+
+Run::
+
+    python tools/slow_consumer.py                       # 1,000,000 requests, 20 s unread
+    python tools/slow_consumer.py --through-conductor --backend trio
+
+Exit status 0 when every request was answered exactly once and growth stayed
+within the limit (16 MiB). A short version runs in the test suite
+(tests/reliability/test_slow_consumer.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+
+import orjson
+
+MIB = 1024 * 1024
+LIMIT = 16 * MIB
+
+
+def _kib(pid: int, key: str) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as children:
+            return [int(p) for p in children.read().split()]
+    except OSError:
+        return []
+
+
+@dataclass
+class Report:
+    requests: int
+    answered: int = 0
+    duplicates: int = 0
+    errors: int = 0
+    stalled_after: int = 0  # requests written while nobody read
+    growth: dict[str, int] = field(default_factory=dict)  # process -> peak RSS growth
+
+    @property
+    def ok(self) -> bool:
+        return (
+            self.answered == self.requests
+            and self.duplicates == 0
+            and self.errors == 0
+            and all(g <= LIMIT for g in self.growth.values())
+        )
+
+    def text(self) -> str:
+        growth = ", ".join(f"{name} +{g / MIB:.1f} MiB" for name, g in self.growth.items())
+        return (
+            f"{self.requests} requests: {self.answered} answered, {self.duplicates} twice, "
+            f"{self.errors} errors; {self.stalled_after} written while unread; "
+            f"peak RSS growth: {growth}"
+        )
+
+
+def run(
+    requests: int, unread: float, backend: str = "asyncio", through_conductor: bool = False
+) -> Report:
+    agent = [sys.executable, "-m", "acp_fast._bench._peers", "class", "--backend", backend]
+    command = agent
+    if through_conductor:
+        agent_command = shlex.join(agent)
+        command = [sys.executable, "-m", "acp_fast", "conductor", "--backend", backend]
+        command += ["--agent", agent_command]
+    process = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    assert process.stdin is not None and process.stdout is not None
+    stdin, stdout = process.stdin.fileno(), process.stdout.fileno()
+    report = Report(requests)
+    try:
+        _write_all(
+            stdin,
+            b'{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":1}}\n',
+        )
+        answers = _Reader(stdout)
+        answers.until(lambda: "init" in answers.ids)
+        _warm_up(stdin, answers)
+        pids = {"agent" if not through_conductor else "conductor": process.pid}
+        if through_conductor:
+            for child in _children(process.pid):
+                pids["agent"] = child
+        base = {name: _kib(pid, "VmRSS") for name, pid in pids.items()}
+
+        written = [0]
+
+        def write() -> None:
+            batch = 1000
+            for start in range(0, requests, batch):
+                chunk = b"".join(
+                    b'{"jsonrpc":"2.0","id":%d,"method":"_bench/echo","params":{"i":%d}}\n' % (i, i)
+                    for i in range(start, min(start + batch, requests))
+                )
+                _write_all(stdin, chunk)
+                written[0] = min(start + batch, requests)
+
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        # Nobody reads for `unread` seconds (or until everything is written).
+        deadline = time.monotonic() + unread
+        while time.monotonic() < deadline and written[0] < requests:
+            time.sleep(0.1)
+        report.stalled_after = written[0]
+        peak_unread = {name: _kib(pid, "VmRSS") for name, pid in pids.items()}
+        answers.until(lambda: answers.count >= requests)
+        writer.join()
+        report.answered = len(answers.ids) - 1 - 1000  # without init and the warm-up
+        report.duplicates = answers.duplicates
+        report.errors = answers.errors
+        for name, pid in pids.items():
+            peak = max(_kib(pid, "VmHWM"), peak_unread[name])
+            report.growth[name] = max(0, peak - base[name])
+    finally:
+        process.stdin.close()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        process.stdout.close()
+    return report
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _warm_up(stdin: int, answers: _Reader) -> None:
+    """1,000 round trips, so that the baseline RSS is the agent's steady state."""
+    _write_all(
+        stdin,
+        b"".join(
+            b'{"jsonrpc":"2.0","id":"w%d","method":"_bench/echo","params":{"i":%d}}\n' % (i, i)
+            for i in range(1000)
+        ),
+    )
+    answers.until(lambda: answers.count >= 1000)
+    answers.count = 0
+
+
+class _Reader:
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffer = bytearray(1 << 20)
+        self.rest = b""
+        self.ids: set[object] = set()
+        self.count = 0
+        self.duplicates = 0
+        self.errors = 0
+
+    def until(self, done: object) -> None:
+        assert callable(done)
+        while not done():
+            n = os.readv(self.fd, [self.buffer])
+            if n == 0:
+                raise EOFError("the agent's output ended")
+            lines = (self.rest + self.buffer[:n]).split(b"\n")
+            self.rest = lines.pop()
+            for line in lines:
+                message = orjson.loads(line)
+                if "id" not in message or "method" in message:
+                    continue
+                if message["id"] in self.ids:
+                    self.duplicates += 1
+                self.ids.add(message["id"])
+                self.errors += "error" in message
+                self.count += 1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--requests", type=int, default=1_000_000)
+    parser.add_argument("--unread", type=float, default=20.0, help="seconds stdout stays unread")
+    parser.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
+    parser.add_argument("--through-conductor", action="store_true")
+    args = parser.parse_args()
+    report = run(args.requests, args.unread, args.backend, args.through_conductor)
+    print(report.text())
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
