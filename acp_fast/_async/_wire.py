@@ -71,7 +71,9 @@ def _method_json(method: str) -> bytes:
     encoded = _method_cache.get(method)
     if encoded is None:
         encoded = _encoder.encode(method)
-        if len(_method_cache) < 4096:  # methods are few; never grow without bound
+        # Methods are few, but a proxy forwards names a peer chose: keep only
+        # short ones, and never grow without bound (docs/semantics.md §2.2).
+        if len(_method_cache) < 4096 and len(method) <= 256:
             _method_cache[method] = encoded
     return encoded
 

@@ -67,6 +67,13 @@ __all__ = ("Dispatcher", "DynamicHandlerGuard", "describe", "is_abort", "is_spur
 
 log = logging.getLogger("acp_fast")
 
+# The handler-chain cache keeps the chains of the methods handlers name, and
+# of at most this many other methods, each with a name this short: the names
+# come from the peer, and a cache that kept every name it was sent would grow
+# without bound (docs/semantics.md §2.2).
+_CHAIN_CACHE_ENTRIES = 1024
+_CHAIN_CACHE_NAME_CHARS = 256
+
 # A parked entry: (kind, method, params, responder or None).
 Parked = tuple[int, str, Any, "Responder[Any] | None"]
 
@@ -153,6 +160,8 @@ class Dispatcher(Outbox):
         self._table = table
         self._handlers = handlers
         self._chains: dict[tuple[int, str, str | None], tuple[HandlerEntry, ...]] = {}
+        self._named_methods = frozenset(h.method for h in handlers if h.method is not None)
+        self._unnamed_chains = 0
         self._response_handlers = tuple(h for h in handlers if h.kind == DISPATCH)
         self._peels = role.has_successor or any(
             h.peer_style == PeerStyle.SUCCESSOR for h in handlers
@@ -384,7 +393,13 @@ class Dispatcher(Outbox):
             chain = tuple(h for h in self._handlers if h.matches(kind, method, inner_method))
             if self._default is not None:
                 chain += (self._default,)  # the role's default comes last
-            if len(self._chains) < 1024:
+            if (inner_method or method) in self._named_methods:
+                self._chains[key] = chain
+            elif (
+                self._unnamed_chains < _CHAIN_CACHE_ENTRIES
+                and len(method) + len(inner_method or "") <= _CHAIN_CACHE_NAME_CHARS
+            ):
+                self._unnamed_chains += 1
                 self._chains[key] = chain
         return chain
 
