@@ -58,6 +58,10 @@ log = logging.getLogger("acp_fast")
 # data.line of a parse error shows at most this many characters.
 _LINE_ECHO = 4096
 
+MAX_BATCH_ENTRIES = 1000
+"""A batch with more entries is answered with one -32600 error and none of
+its entries runs (docs/semantics.md §1.5)."""
+
 
 @types.coroutine
 def _resume(
@@ -258,6 +262,13 @@ class Inbound(Dispatcher):
         self._enqueue(_wire.encode_error(answer_id, Error.invalid_request(data).to_dict()))
 
     def _receive_non_object(self, line: bytes) -> Coroutine[Any, Any, object] | None:
+        if line.count(b",") >= MAX_BATCH_ENTRIES and _wire.has_more_entries(
+            line, MAX_BATCH_ENTRIES
+        ):
+            # Refused before its entries are decoded: a line of a few MB can
+            # hold millions of tiny entries, each a Python object.
+            self._refuse_batch()
+            return None
         try:
             value = _wire.loads(line)
         except (msgspec.DecodeError, RecursionError):
@@ -270,8 +281,13 @@ class Inbound(Dispatcher):
         self._enqueue(_wire.encode_error(None, Error.invalid_request().to_dict()))
         return None
 
+    def _refuse_batch(self) -> None:
+        data = {"reason": "batch_too_large", "limit": MAX_BATCH_ENTRIES}
+        log.warning("refused a batch of more than %d entries", MAX_BATCH_ENTRIES)
+        self._enqueue(_wire.encode_error(None, Error.invalid_request(data).to_dict()))
+
     async def _receive_batch(self, entries: list[Any]) -> None:
-        batch = Batch(self._enqueue)
+        batch = Batch(self._enqueue, self._max_message_size)
         for entry in entries:
             if type(entry) is not dict:
                 line = _wire.encode_error(None, Error.invalid_request().to_dict())
