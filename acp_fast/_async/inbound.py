@@ -39,6 +39,7 @@ from .._core import (
     classify_envelope,
     params_head_of,
     scan_head,
+    scan_tail,
 )
 from .._errors import Error
 from .._io.backend import Backend
@@ -241,6 +242,9 @@ class Inbound(Dispatcher):
         # Too large to decode: answer what can be answered (bad input gets a
         # clear error and loses nothing).
         request_id, shape = scan_head(line.head)
+        if request_id is MISSING:
+            # An "id" after the payload: the framer kept the line's last bytes.
+            request_id = scan_tail(line.tail)
         data = {
             "reason": "message_too_large",
             "size": line.size,

@@ -17,7 +17,8 @@ Decisions this corpus pins down where the reference leaves room:
   the request is answered by its id: a typed handler gets -32602 (the params
   are not echoed, since they cannot be read). Nothing is lost either way.
 * A line over the size cap is answered -32600 with ``data.reason`` =
-  ``"message_too_large"``, under the id found in its first bytes (else null).
+  ``"message_too_large"``, under the top-level id found in its first bytes or
+  in its last bytes (else null).
 * Duplicate keys: the last one wins (as msgspec and serde_json's Value do).
 * ``_meta`` never shadows a parameter: it is its own field.
 """
@@ -109,6 +110,17 @@ BIG_ID_LATE = (
     + b"z" * (CAP + 10)
     + b'"},"id":12}'
 )
+BIG_STRING_ID_LATE = (
+    b'{"method":"simple_method","params":{"message":"'
+    + b"z" * (CAP + 10)
+    + b'"} , "id" : "late" ,"jsonrpc":"2.0"}'
+)
+# Only a nested "id" after the payload: not the message's id.
+BIG_NESTED_ID = (
+    b'{"jsonrpc":"2.0","method":"m","params":{"blob":"' + b"z" * (CAP + 10) + b'","id":99}}'
+)
+# "id" inside a string that ends the payload: the quotes are escaped.
+BIG_ESCAPED_ID = b'{"jsonrpc":"2.0","method":"m","params":"' + b"z" * (CAP + 10) + b'\\","id":7"}'
 BIG_HEAD_ID = (
     b'{"id":' + b"1" * 5000 + b',"jsonrpc":"2.0","method":"m","params":"' + b"w" * CAP + b'"}'
 )
@@ -412,7 +424,14 @@ CASES: list[tuple[str, list[bytes], list[Any]]] = [
     # -- over the size cap ----------------------------------------------------------------------
     ("oversized_request", [BIG_REQUEST], [too_large(11, len(BIG_REQUEST))]),
     ("oversized_notification", [BIG_NOTIFICATION], [too_large(None, len(BIG_NOTIFICATION))]),
-    ("oversized_id_after_cap", [BIG_ID_LATE], [too_large(None, len(BIG_ID_LATE))]),
+    ("oversized_id_after_payload", [BIG_ID_LATE], [too_large(12, len(BIG_ID_LATE))]),
+    (
+        "oversized_string_id_after_payload_then_jsonrpc",
+        [BIG_STRING_ID_LATE],
+        [too_large("late", len(BIG_STRING_ID_LATE))],
+    ),
+    ("oversized_nested_id_only", [BIG_NESTED_ID], [too_large(None, len(BIG_NESTED_ID))]),
+    ("oversized_escaped_quote_id", [BIG_ESCAPED_ID], [too_large(None, len(BIG_ESCAPED_ID))]),
     ("oversized_batch", [b"[" + BIG_REQUEST + b"]"], [too_large(None, len(BIG_REQUEST) + 2)]),
     ("oversized_not_json", [b"x" * (CAP + 1)], [too_large(None, CAP + 1)]),
     ("oversized_huge_int_id", [BIG_HEAD_ID], [too_large(None, len(BIG_HEAD_ID))]),
@@ -613,6 +632,17 @@ RESPONSE_CASES: list[tuple[str, Any, list[Any], Any]] = [
     (
         "oversized_result",
         lambda n: line_of({"jsonrpc": "2.0", "id": n, "result": "r" * (CAP + 1)}),
+        [],
+        (
+            "error",
+            -32603,
+            "Internal error",
+            {"reason": "message_too_large", "size": "SIZE", "limit": CAP, "method": "m"},
+        ),
+    ),
+    (
+        "oversized_result_id_after_payload",
+        lambda n: b'{"jsonrpc":"2.0","result":"' + b"r" * (CAP + 1) + b'","id":%d}' % n,
         [],
         (
             "error",
