@@ -224,7 +224,14 @@ class _Handle(Generic[T]):
                     value = _loads(value) if type(value) is msgspec.Raw else decode_plain(value)
                 else:
                     value = decode_value(response_type, value)
-            except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            except msgspec.ValidationError as exc:
+                if response_type is not None:
+                    # JSON we read, of the wrong shape (docs/semantics.md §1.3)
+                    raise Error.invalid_result(request.method, str(exc)) from None
+                raise Error.parse_error(
+                    {"error": str(exc)[:500], "phase": "deserialization", "method": request.method}
+                ) from None
+            except msgspec.DecodeError as exc:
                 raise Error.parse_error(
                     {"error": str(exc)[:500], "phase": "deserialization", "method": request.method}
                 ) from None

@@ -32,6 +32,7 @@ from .._async.connection import ConnectionTo
 from .._async.messages import NOT_HANDLED, UntypedMessage
 from .._async.responder import Responder
 from .._errors import Error
+from .results import checked_result
 
 __all__ = ("Endpoint", "overrides")
 
@@ -142,7 +143,9 @@ class Endpoint:
                 )
         else:
             if not responder.answered:
-                responder.respond({} if result is None else result)
+                owner = type(self.instance).__name__
+                checked = checked_result(self.schema, owner, name, request, result)
+                responder.respond_with_result(checked)
         finally:
             self.slots.release()
 
