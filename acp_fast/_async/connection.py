@@ -418,10 +418,15 @@ class ConnectionTo(Inbound, Generic[R]):
     def _take_error(self) -> BaseException | None:
         """Why the connection failed, if it did (asked once, at the end)."""
         error, self._error = self._error, None
-        if error is None and self._output_broken is not None and not self._closed.is_set():
+        if (
+            error is None
+            and self._output_broken is not None
+            and (self._output_fatal or not self._closed.is_set())
+        ):
             # Writing failed and the peer's output never ended: not a peer that
             # went away (that would have brought EOF), so the write error is
-            # the connection's failure (docs/semantics.md §2.7).
+            # the connection's failure (docs/semantics.md §2.7). A write that
+            # failed for another reason (a full disk) is one even then.
             error = self._output_broken
         return error
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 from typing import Any
 
 import anyio
@@ -88,5 +89,11 @@ class ExampleAgent(acp.BaseAgent):
 
 
 def run_example_agent(backend: str = "asyncio") -> int:
-    acp.run_agent(ExampleAgent(), backend=backend)
+    """Serve the example agent on stdio; 1 when the connection failed (a
+    write that failed, say: docs/semantics.md §2.7)."""
+    try:
+        acp.run_agent(ExampleAgent(), backend=backend)
+    except acp.Error as exc:
+        print(f"acp-fast example-agent: {exc}", file=sys.stderr)
+        return 1
     return 0
