@@ -205,6 +205,8 @@ class Endpoint:
     async def _ext_notification(self, message: UntypedMessage, cx: ConnectionTo[Any]) -> Any:
         if not message.method.startswith("_"):
             return NOT_HANDLED
+        if self.cx is not cx:
+            self.bind(cx)
         await self.instance.ext_notification(message.method, message.params)
         return None
 

@@ -43,6 +43,7 @@ from .._transports import Transport, stdio
 from ..schema import v2
 from .endpoint import DEFAULT_MAX_CONCURRENT_REQUESTS, Endpoint
 from .methods import V2_AGENT_METHODS, V2_CLIENT_METHODS
+from .per_connection import PerConnection
 
 __all__ = (
     "AgentConnectionV2",
@@ -107,7 +108,7 @@ class BaseAgentV2:
     """Base class of a class-based v2 agent; override what you support."""
 
     max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS
-    client: ClientConnectionV2
+    client = PerConnection[ClientConnectionV2]("client")
 
     async def initialize(self, request: v2.InitializeRequest) -> v2.InitializeResponse:
         return v2.InitializeResponse(
@@ -156,7 +157,8 @@ class AgentEndpointV2(Endpoint):
     def __init__(self, agent: BaseAgentV2) -> None:
         super().__init__(agent, BaseAgentV2, V2_AGENT_METHODS, v2, agent.max_concurrent_requests)
         self.guard = _Guard()
-        self.turns: dict[str, anyio.CancelScope] = {}
+        # By (connection, session): one agent may serve several clients.
+        self.turns: dict[tuple[object, str], anyio.CancelScope] = {}
 
     def bind(self, cx: ConnectionTo[Any]) -> None:
         super().bind(cx)
@@ -203,9 +205,9 @@ class AgentEndpointV2(Endpoint):
 
     def _accept(self, request: v2.PromptRequest) -> v2.PromptResponse:
         session_id = request.session_id
-        if session_id in self.turns:
+        if (self.cx, session_id) in self.turns:
             raise Error.invalid_request(f"session {session_id!r} already has an active turn")
-        scope = self.turns[session_id] = anyio.CancelScope()
+        scope = self.turns[self.cx, session_id] = anyio.CancelScope()
         assert self.cx is not None
         self.cx.spawn(self._turn, request, scope)
         return v2.PromptResponse()
@@ -225,8 +227,9 @@ class AgentEndpointV2(Endpoint):
                     log.error("the turn of session %r failed", session_id, exc_info=exc)
                     stop_reason = "_error"
         finally:
-            if self.turns.get(session_id) is scope:
-                del self.turns[session_id]
+            for key, running in list(self.turns.items()):
+                if running is scope and key[1] == session_id:
+                    del self.turns[key]
             with anyio.CancelScope(shield=True):
                 await client.session_update(
                     session_id, v2.SessionUpdateStateUpdate(state="idle", stop_reason=stop_reason)
@@ -236,7 +239,7 @@ class AgentEndpointV2(Endpoint):
         self, name: str, method: Callable[[Any], Awaitable[Any]], notification: Any
     ) -> None:
         if name == "cancel":
-            scope = self.turns.get(notification.session_id)
+            scope = self.turns.get((self.cx, notification.session_id))
             if scope is not None:
                 scope.cancel()
         await method(notification)
