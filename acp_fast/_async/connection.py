@@ -58,6 +58,7 @@ from .messages import (
     wrap_envelope,
 )
 from .outbox import HIGH_WATER
+from .pending import PendingRequests
 from .requests import PreparedRequest, SentRequest
 
 if TYPE_CHECKING:
@@ -117,6 +118,13 @@ class ConnectionTo(Inbound, Generic[R]):
     def __repr__(self) -> str:
         label = f" {self.name!r}" if self.name else ""
         return f"<ConnectionTo{label} {type(self.role).__name__} counterpart>"
+
+    @property
+    def pending_requests(self) -> PendingRequests:
+        """The requests in flight now: ``outgoing`` (ours, unanswered) and
+        ``incoming`` (the peer's, unanswered). Read-only; for tests and
+        health checks."""
+        return PendingRequests(self._table.outgoing_count, self._table.incoming_count)
 
     # == public API =========================================================
 

@@ -41,6 +41,7 @@ from .._errors import Error
 from .._io.backend import Backend
 from .._io.channel import Channel
 from .handlers import DISPATCH, HandlerEntry, PeerStyle
+from .log_limit import LimitedLog
 from .messages import (
     CANCEL_REQUEST_METHOD,
     SUCCESSOR_METHOD,
@@ -173,6 +174,7 @@ class Dispatcher(Outbox):
         self._parked: list[Parked] = []
         self._current_response: OutgoingRequest | None = None
         self._barrier: Consumer | None = None
+        self._limited_log = LimitedLog(log)
 
     def _fail(self, error: BaseException) -> None:
         raise NotImplementedError  # the connection's lifecycle (connection.py)
@@ -265,7 +267,9 @@ class Dispatcher(Outbox):
             or "requestId" not in value
             or not is_valid_id(value["requestId"])
         ):
-            log.warning("ignored a malformed $/cancel_request: %.200r", value)
+            self._limited_log.warning(
+                "malformed_cancel", "ignored a malformed $/cancel_request: %.200r", value
+            )
             return False
         incoming = self._table.cancel_incoming(value["requestId"])
         if incoming is not None and incoming.marker is not None:
@@ -440,7 +444,9 @@ class Dispatcher(Outbox):
         dispatch handler or a result callback must run."""
         request = self._table.take_response(request_id)
         if request is None:
-            log.warning("dropped a response with unknown id %r", request_id)
+            self._limited_log.warning(
+                "unknown_response", "dropped a response with unknown id %.200r", request_id
+            )
             return None
         if self._response_handlers or self._dynamic:
             return self._dispatch_response(request, settlement, payload)

@@ -56,6 +56,8 @@ __all__ = ("Inbound",)
 
 log = logging.getLogger("acp_fast")
 
+_BOM = b"\xef\xbb\xbf"
+
 # data.line of a parse error shows at most this many characters.
 _LINE_ECHO = 4096
 
@@ -120,6 +122,8 @@ class Inbound(Dispatcher):
         self._framer = LineBuffer(max_message_size)
         self._max_message_size = max_message_size
         self._dispatch_task: object = None
+        self._at_start = True  # no byte read yet past a possible BOM
+        self._first_bytes = b""  # the first bytes, while they may be part of one
 
     async def _read_loop(self) -> bool:
         """Read and dispatch until EOF (returns True) or a failure (False)."""
@@ -138,6 +142,13 @@ class Inbound(Dispatcher):
                     return False
                 if not data:
                     break
+                if self._at_start:
+                    # docs/semantics.md §1.4: a UTF-8 byte-order mark before
+                    # the first line is skipped (only there: per read, not
+                    # per line).
+                    data = self._strip_bom(data)
+                    if not data:
+                        continue
                 if self._output_broken is not None and not self._closed.is_set():
                     self._fail(self._output_broken)
                     return False
@@ -181,6 +192,8 @@ class Inbound(Dispatcher):
                             await self._add_new_dynamic_handlers()
                 finally:
                     self._sync = False
+            if self._at_start and self._first_bytes:
+                framer.feed(self._first_bytes)  # a lone prefix of a BOM at EOF
             rest = framer.close()
             if rest is not None:
                 pending = receive(rest)
@@ -190,6 +203,15 @@ class Inbound(Dispatcher):
         finally:
             self._dispatch_task = None
         return True
+
+    def _strip_bom(self, data: bytes) -> bytes:
+        data = self._first_bytes + data
+        if len(data) < len(_BOM) and _BOM.startswith(data):
+            self._first_bytes = data  # wait for more
+            return b""
+        self._at_start = False
+        self._first_bytes = b""
+        return data[len(_BOM) :] if data.startswith(_BOM) else data
 
     def _receive(self, line: bytes | OversizedLine) -> Coroutine[Any, Any, object] | None:
         """Handle one line; returns a coroutine when handlers must run."""
@@ -250,7 +272,12 @@ class Inbound(Dispatcher):
             "size": line.size,
             "limit": self._max_message_size,
         }
-        log.warning("refused a %d-byte message (limit %d)", line.size, self._max_message_size)
+        self._limited_log.warning(
+            "oversized",
+            "refused a %d-byte message (limit %d)",
+            line.size,
+            self._max_message_size,
+        )
         if shape == SHAPE_RESPONSE or (
             shape != SHAPE_CALL and type(request_id) is int and self._table.pending(request_id)
         ):
@@ -287,7 +314,9 @@ class Inbound(Dispatcher):
 
     def _refuse_batch(self) -> None:
         data = {"reason": "batch_too_large", "limit": MAX_BATCH_ENTRIES}
-        log.warning("refused a batch of more than %d entries", MAX_BATCH_ENTRIES)
+        self._limited_log.warning(
+            "batch_too_large", "refused a batch of more than %d entries", MAX_BATCH_ENTRIES
+        )
         self._enqueue(_wire.encode_error(None, Error.invalid_request(data).to_dict()))
 
     async def _receive_batch(self, entries: list[Any]) -> None:

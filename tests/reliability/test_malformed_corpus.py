@@ -158,10 +158,11 @@ CASES: list[tuple[str, list[bytes], list[Any]]] = [
         [parse_error(b'{"jsonrpc":"2.0","id":1,"method":"m","params":[NaN]}')],
     ),
     ("nul_byte", [b"\x00"], [parse_error(b"\x00")]),
+    # A BOM is skipped only before the first line (test_a_bom_before_the_first_line...).
     (
-        "utf8_bom",
-        [b"\xef\xbb\xbf" + line_of(req(7))],
-        [parse_error(b"\xef\xbb\xbf" + line_of(req(7)))],
+        "utf8_bom_on_a_later_line",
+        [line_of(req(6)), b"\xef\xbb\xbf" + line_of(req(7))],
+        [answer(6), parse_error(b"\xef\xbb\xbf" + line_of(req(7)))],
     ),
     ("single_quotes", [b"{'jsonrpc':'2.0'}"], [parse_error(b"{'jsonrpc':'2.0'}")]),
     # -- framing --------------------------------------------------------------
@@ -733,3 +734,44 @@ async def test_malformed_answer_to_our_request(make_line, replies, outcome, with
         with anyio.fail_after(TIMEOUT):
             assert await later == "later"
         assert cx._table.outgoing_count == 0
+
+
+BOM = b"\xef\xbb\xbf"
+
+
+@pytest.mark.parametrize("step", [1, 2, 3, 1000])
+async def test_a_bom_before_the_first_line_is_skipped(step: int):
+    """docs/semantics.md §1.4, whatever the reads the BOM is split across."""
+    data = BOM + line_of(req(7, "first")) + b"\n"
+    async with serving(server()) as peer:
+        for start in range(0, len(data), step):
+            peer.channel.write(data[start : start + step])
+        with anyio.fail_after(TIMEOUT):
+            assert await peer.receive() == answer(7, "first")
+        assert await replies_until_answer(peer, "alive") == []
+
+
+async def test_a_lone_bom_prefix_at_eof_is_a_parse_error():
+    async with serving(server()) as peer:
+        peer.channel.write(BOM[:2])
+        await peer.close_output()
+        with anyio.fail_after(TIMEOUT):
+            assert await peer.receive() == parse_error(BOM[:2])
+        await peer.receive_eof()
+
+
+async def test_repeated_warnings_are_rate_limited(caplog):
+    """10,000 answers to ids never sent and 10,000 malformed cancels: a few
+    log lines, not one per message (docs/semantics.md §1.4)."""
+    unknown = b"".join(
+        line_of({"jsonrpc": "2.0", "id": 100_000 + n, "result": None}) + b"\n"
+        for n in range(10_000)
+    )
+    cancels = line_of(notification("$/cancel_request", {"requestId": True})) + b"\n"
+    async with serving(server()) as peer:
+        peer.channel.write(unknown + cancels * 10_000)
+        assert await replies_until_answer(peer, "after-flood") == []
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) <= 2 * (10 + 4), len(warnings)
+    assert any("(10000 times so far)" in w and "unknown id" in w for w in warnings)
+    assert any("(10000 times so far)" in w and "$/cancel_request" in w for w in warnings)
