@@ -158,13 +158,17 @@ class Error(Exception):
     # -- local failures the SDK itself reports ------------------------------
 
     @classmethod
-    def incoming_transport_closed(cls, method: str) -> Error:
-        """What a request gets when the peer's output ended before the answer."""
-        return cls(
-            ErrorCode.INTERNAL_ERROR,
-            "Incoming transport closed",
-            {"reason": INCOMING_TRANSPORT_CLOSED, "method": method},
-        )
+    def incoming_transport_closed(cls, method: str, details: dict[str, Any] | None = None) -> Error:
+        """What a request gets when the peer's output ended before the answer.
+
+        ``details`` says how the peer ended when that is known (a process:
+        ``exitStatus``, ``signal``, its last ``stderr`` lines; ``stdout``:
+        the last lines it wrote that were not JSON), and is merged into data.
+        """
+        data: dict[str, Any] = {"reason": INCOMING_TRANSPORT_CLOSED, "method": method}
+        if details:
+            data.update({k: v for k, v in details.items() if k not in data})
+        return cls(ErrorCode.INTERNAL_ERROR, "Incoming transport closed", data)
 
     @classmethod
     def invalid_result(cls, method: str, error: str) -> Error:

@@ -345,6 +345,21 @@ class ConnectionTo(Inbound, Generic[R]):
             self._drain_scope.cancel()
         self._stop()
 
+    async def _end_details(self) -> dict[str, Any] | None:
+        """How the peer ended, for the requests its EOF fails
+        (docs/semantics.md §1.3): a process's exit status, signal and last
+        stderr lines, and the last lines it wrote that were not JSON."""
+        details: dict[str, Any] = {}
+        describe = self._channel.describe_end
+        if describe is not None:
+            try:
+                details.update(await describe())
+            except Exception as exc:  # a diagnosis must not fail the EOF
+                log.debug("could not tell how the peer ended: %r", exc)
+        if self._non_json:
+            details["stdout"] = list(self._non_json)
+        return details or None
+
     def _stop(self) -> None:
         self._running = False
         if self._body_scope is not None:
@@ -359,10 +374,13 @@ class ConnectionTo(Inbound, Generic[R]):
     async def _eof_sequence(self) -> None:
         table = self._table
         table.closing = True
+        details = await self._end_details() if table.outgoing_count else None
         for request in table.fail_all():
             try:
                 self._settle(
-                    request, SETTLED_ERROR, Error.incoming_transport_closed(request.method)
+                    request,
+                    SETTLED_ERROR,
+                    Error.incoming_transport_closed(request.method, details),
                 )
             except Error as exc:
                 # A forwarded answer (forward_response_to) could not be

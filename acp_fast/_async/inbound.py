@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import types
+from collections import deque
 from collections.abc import Callable, Coroutine, Generator
 from typing import TYPE_CHECKING, Any, cast
 
@@ -122,6 +123,7 @@ class Inbound(Dispatcher):
         self._framer = LineBuffer(max_message_size)
         self._max_message_size = max_message_size
         self._dispatch_task: object = None
+        self._non_json: deque[str] = deque(maxlen=5)
         self._at_start = True  # no byte read yet past a possible BOM
         self._first_bytes = b""  # the first bytes, while they may be part of one
 
@@ -255,6 +257,9 @@ class Inbound(Dispatcher):
     def _receive_unparsable(self, line: bytes) -> None:
         if not line.strip():
             return  # whitespace between messages
+        # The last few kept: what a process writes to stdout that is not
+        # JSON (a crash message, a banner) says why it ended.
+        self._non_json.append(line[:500].decode("utf-8", "replace"))
         text = line.decode("utf-8", "replace")
         if len(text) > _LINE_ECHO:
             text = text[:_LINE_ECHO] + f"... ({len(line)} bytes)"
