@@ -43,6 +43,7 @@ from ..schema import v1
 from .endpoint import DEFAULT_MAX_CONCURRENT_REQUESTS, Endpoint, overrides
 from .methods import V1_AGENT_METHODS
 from .per_connection import PerConnection
+from .signatures import check_handler_signatures
 
 __all__ = ("BaseAgent", "ClientConnection", "Terminal", "agent_builder", "run_agent", "serve_agent")
 
@@ -173,6 +174,11 @@ class BaseAgent:
     """
 
     max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        check_handler_signatures(cls, BaseAgent, V1_AGENT_METHODS, v1)
+
     #: The connection to the client of the request being handled (one agent
     #: may serve several clients: each handler sees its own, docs/transports.md).
     client = PerConnection[ClientConnection]("client")

@@ -42,6 +42,7 @@ from .._transports import Subprocess, Transport
 from ..schema import v1
 from .endpoint import DEFAULT_MAX_CONCURRENT_REQUESTS, Endpoint
 from .methods import V1_CLIENT_METHODS
+from .signatures import check_handler_signatures
 
 __all__ = ("AgentConnection", "BaseClient", "client_builder", "connect_to_agent", "spawn_agent")
 
@@ -50,6 +51,11 @@ class BaseClient:
     """Base class of a class-based v1 client; override what you support."""
 
     max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        check_handler_signatures(cls, BaseClient, V1_CLIENT_METHODS, v1)
+
     #: The connection to the agent, set when connected.
     agent: AgentConnection
 

@@ -44,6 +44,7 @@ from ..schema import v2
 from .endpoint import DEFAULT_MAX_CONCURRENT_REQUESTS, Endpoint
 from .methods import V2_AGENT_METHODS, V2_CLIENT_METHODS
 from .per_connection import PerConnection
+from .signatures import check_handler_signatures
 
 __all__ = (
     "AgentConnectionV2",
@@ -108,6 +109,11 @@ class BaseAgentV2:
     """Base class of a class-based v2 agent; override what you support."""
 
     max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        check_handler_signatures(cls, BaseAgentV2, V2_AGENT_METHODS, v2)
+
     client = PerConnection[ClientConnectionV2]("client")
 
     async def initialize(self, request: v2.InitializeRequest) -> v2.InitializeResponse:
@@ -310,6 +316,11 @@ class BaseClientV2:
     """Base class of a class-based v2 client; override what you support."""
 
     max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        check_handler_signatures(cls, BaseClientV2, V2_CLIENT_METHODS, v2)
+
     agent: AgentConnectionV2
 
     async def session_update(self, notification: v2.UpdateSessionNotification) -> None:
