@@ -38,7 +38,9 @@ async def serve_until_client_ends(
     signalled: list[int] = []
     with anyio.CancelScope() as scope:
         async with anyio.create_task_group() as group:
-            group.start_soon(_watch_signals, scope, signalled)
+            # Watching before any component starts: a signal never finds a
+            # child without its shutdown in place.
+            await group.start(_watch_signals, scope, signalled)
             if _can_hang_up(input_fd):
                 group.start_soon(_watch_hangup, scope, input_fd, grace_period)
             await serve()
@@ -46,8 +48,14 @@ async def serve_until_client_ends(
     return signalled[0] if signalled else None
 
 
-async def _watch_signals(scope: anyio.CancelScope, signalled: list[int]) -> None:
+async def _watch_signals(
+    scope: anyio.CancelScope,
+    signalled: list[int],
+    *,
+    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        task_status.started()
         async for signum in signals:
             log.warning("conductor: %s, shutting the chain down", signal.Signals(signum).name)
             signalled.append(signum)
