@@ -26,6 +26,7 @@ at or below the one asked for).
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -162,7 +163,11 @@ class BaseAgentV2:
 class AgentEndpointV2(Endpoint):
     def __init__(self, agent: BaseAgentV2) -> None:
         super().__init__(agent, BaseAgentV2, V2_AGENT_METHODS, v2, agent.max_concurrent_requests)
-        self.guard = _Guard()
+        # Per connection: one agent may serve several clients, each of which
+        # initializes its own connection.
+        self.guards: weakref.WeakKeyDictionary[ConnectionTo[Any], _Guard] = (
+            weakref.WeakKeyDictionary()
+        )
         # By (connection, session): one agent may serve several clients.
         self.turns: dict[tuple[object, str], anyio.CancelScope] = {}
 
@@ -173,15 +178,28 @@ class AgentEndpointV2(Endpoint):
     def implements(self, wire: str, name: str) -> bool:
         return name in ("initialize", "cancel") or super().implements(wire, name)
 
+    def guard(self, cx: ConnectionTo[Any]) -> _Guard:
+        guard = self.guards.get(cx)
+        if guard is None:
+            guard = self.guards[cx] = _Guard()
+        return guard
+
+    def current(self) -> ConnectionTo[Any]:
+        """The connection of the request being handled: resolved through the
+        context, right in the tasks requests run in (``self.cx`` is the last
+        one bound)."""
+        cx: ConnectionTo[Any] = self.instance.client.cx
+        return cx
+
     def install(self, builder: Builder[Any]) -> Builder[Any]:
         # The guard runs first: requests before initialize are refused and
         # notifications dropped, whatever handlers follow (§1.6).
         async def guard_requests(message: Any, responder: Responder[Any], cx: Any) -> Any:
-            self.guard.check(message.method)
+            self.guard(cx).check(message.method)
             return NOT_HANDLED
 
         async def guard_notifications(message: Any, cx: Any) -> Any:
-            if self.guard.state != "ready" and not message.method.startswith("$/"):
+            if self.guard(cx).state != "ready" and not message.method.startswith("$/"):
                 return None  # dropped
             return NOT_HANDLED
 
@@ -197,13 +215,14 @@ class AgentEndpointV2(Endpoint):
         responder: Responder[Any],
     ) -> Any:
         if name == "initialize":
-            self.guard.state = "initializing"
+            guard = self.guard(self.current())
+            guard.state = "initializing"
             try:
                 result = await super().call(name, method, request, responder)
             except BaseException:
-                self.guard.state = "uninitialized"  # a retry is allowed
+                guard.state = "uninitialized"  # a retry is allowed
                 raise
-            self.guard.state = "ready"
+            guard.state = "ready"
             return result
         if name == "prompt":
             return self._accept(request)
@@ -211,11 +230,11 @@ class AgentEndpointV2(Endpoint):
 
     def _accept(self, request: v2.PromptRequest) -> v2.PromptResponse:
         session_id = request.session_id
-        if (self.cx, session_id) in self.turns:
+        cx = self.current()
+        if (cx, session_id) in self.turns:
             raise Error.invalid_request(f"session {session_id!r} already has an active turn")
-        scope = self.turns[self.cx, session_id] = anyio.CancelScope()
-        assert self.cx is not None
-        self.cx.spawn(self._turn, request, scope)
+        scope = self.turns[cx, session_id] = anyio.CancelScope()
+        cx.spawn(self._turn, request, scope)
         return v2.PromptResponse()
 
     async def _turn(self, request: v2.PromptRequest, scope: anyio.CancelScope) -> None:
