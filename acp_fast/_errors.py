@@ -17,6 +17,7 @@ Codes (JSON-RPC 2.0 §5.1, ACP schema ``ErrorCode``)::
 
 from __future__ import annotations
 
+import re
 from enum import IntEnum
 from typing import Any
 
@@ -50,6 +51,10 @@ _MESSAGES = {
 # data.reason of the error every pending request gets when the peer's output
 # ends (docs/semantics.md §1.3).
 INCOMING_TRANSPORT_CLOSED = "incoming_transport_closed"
+# data.reason of a result that does not fit its response type, and where a
+# validation message says it failed (msgspec: "... - at `$.field`").
+INVALID_RESULT = "invalid_result"
+_AT_PATH = re.compile(r"- at `([^`]*)`$")
 
 
 class Error(Exception):
@@ -153,12 +158,33 @@ class Error(Exception):
     # -- local failures the SDK itself reports ------------------------------
 
     @classmethod
-    def incoming_transport_closed(cls, method: str) -> Error:
-        """What a request gets when the peer's output ended before the answer."""
+    def incoming_transport_closed(cls, method: str, details: dict[str, Any] | None = None) -> Error:
+        """What a request gets when the peer's output ended before the answer.
+
+        ``details`` says how the peer ended when that is known (a process:
+        ``exitStatus``, ``signal``, its last ``stderr`` lines; ``stdout``:
+        the last lines it wrote that were not JSON), and is merged into data.
+        """
+        data: dict[str, Any] = {"reason": INCOMING_TRANSPORT_CLOSED, "method": method}
+        if details:
+            data.update({k: v for k, v in details.items() if k not in data})
+        return cls(ErrorCode.INTERNAL_ERROR, "Incoming transport closed", data)
+
+    @classmethod
+    def invalid_result(cls, method: str, error: str) -> Error:
+        """What a request gets when its answer is JSON of the wrong shape: a
+        result that does not fit the method's response type. Not a parse
+        error (the JSON was read); ``data.path`` says where it did not fit."""
+        match = _AT_PATH.search(error)
         return cls(
             ErrorCode.INTERNAL_ERROR,
-            "Incoming transport closed",
-            {"reason": INCOMING_TRANSPORT_CLOSED, "method": method},
+            f"Invalid result of `{method}`",
+            {
+                "reason": INVALID_RESULT,
+                "method": method,
+                "error": error[:500],
+                "path": match.group(1) if match else "$",
+            },
         )
 
     @classmethod

@@ -14,6 +14,7 @@ payload are encoded per message.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Final
 
 import msgspec
@@ -28,6 +29,7 @@ __all__ = (
     "encode_payload",
     "encode_request",
     "encode_result",
+    "has_more_entries",
     "loads",
 )
 
@@ -57,6 +59,43 @@ a scalar), and msgspec.DecodeError for text that is not JSON.
 loads: Final = _any_decoder.decode
 """Decode JSON text (bytes, or a Raw) into plain Python values."""
 
+_STRUCTURAL: Final = re.compile(rb'[\[\]{},"]')
+_STRING_REST: Final = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+
+
+def has_more_entries(line: bytes, limit: int) -> bool:
+    """True when the JSON array ``line`` has more than ``limit`` entries.
+
+    Counted without decoding anything (a line of a few MB can hold millions
+    of tiny entries, each a Python object once decoded): it stops at the
+    first entry past ``limit``, skips strings whole, and holds nothing.
+    """
+    search = _STRUCTURAL.search
+    string_rest = _STRING_REST.match
+    depth = 0
+    commas = 0
+    position = 0
+    while True:
+        found = search(line, position)
+        if found is None:
+            return False
+        char = line[found.start()]
+        position = found.end()
+        if char == 34:  # '"'
+            rest = string_rest(line, position)
+            if rest is None:
+                return False
+            position = rest.end()
+        elif char == 91 or char == 123:  # '[' '{'
+            depth += 1
+        elif char == 93 or char == 125:  # ']' '}'
+            depth -= 1
+        elif depth == 1:
+            commas += 1
+            if commas >= limit:
+                return True
+
+
 encode_payload: Final = _encoder.encode
 _encode: Final = _encoder.encode
 """Encode any payload (dict, list, msgspec.Struct, Raw, ...) to JSON bytes."""
@@ -71,7 +110,9 @@ def _method_json(method: str) -> bytes:
     encoded = _method_cache.get(method)
     if encoded is None:
         encoded = _encoder.encode(method)
-        if len(_method_cache) < 4096:  # methods are few; never grow without bound
+        # Methods are few, but a proxy forwards names a peer chose: keep only
+        # short ones, and never grow without bound (docs/semantics.md §2.2).
+        if len(_method_cache) < 4096 and len(method) <= 256:
             _method_cache[method] = encoded
     return encoded
 

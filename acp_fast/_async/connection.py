@@ -58,6 +58,7 @@ from .messages import (
     wrap_envelope,
 )
 from .outbox import HIGH_WATER
+from .pending import PendingRequests
 from .requests import PreparedRequest, SentRequest
 
 if TYPE_CHECKING:
@@ -119,6 +120,13 @@ class ConnectionTo(Inbound, Generic[R]):
     def __repr__(self) -> str:
         label = f" {self.name!r}" if self.name else ""
         return f"<ConnectionTo{label} {type(self.role).__name__} counterpart>"
+
+    @property
+    def pending_requests(self) -> PendingRequests:
+        """The requests in flight now: ``outgoing`` (ours, unanswered) and
+        ``incoming`` (the peer's, unanswered). Read-only; for tests and
+        health checks."""
+        return PendingRequests(self._table.outgoing_count, self._table.incoming_count)
 
     # == public API =========================================================
 
@@ -364,6 +372,21 @@ class ConnectionTo(Inbound, Generic[R]):
             self._drain_scope.cancel()
         self._stop()
 
+    async def _end_details(self) -> dict[str, Any] | None:
+        """How the peer ended, for the requests its EOF fails
+        (docs/semantics.md §1.3): a process's exit status, signal and last
+        stderr lines, and the last lines it wrote that were not JSON."""
+        details: dict[str, Any] = {}
+        describe = self._channel.describe_end
+        if describe is not None:
+            try:
+                details.update(await describe())
+            except Exception as exc:  # a diagnosis must not fail the EOF
+                log.debug("could not tell how the peer ended: %r", exc)
+        if self._non_json:
+            details["stdout"] = list(self._non_json)
+        return details or None
+
     def _stop(self) -> None:
         self._running = False
         if self._body_scope is not None:
@@ -378,10 +401,13 @@ class ConnectionTo(Inbound, Generic[R]):
     async def _eof_sequence(self) -> None:
         table = self._table
         table.closing = True
+        details = await self._end_details() if table.outgoing_count else None
         for request in table.fail_all():
             try:
                 self._settle(
-                    request, SETTLED_ERROR, Error.incoming_transport_closed(request.method)
+                    request,
+                    SETTLED_ERROR,
+                    Error.incoming_transport_closed(request.method, details),
                 )
             except Error as exc:
                 # A forwarded answer (forward_response_to) could not be
@@ -445,10 +471,15 @@ class ConnectionTo(Inbound, Generic[R]):
     def _take_error(self) -> BaseException | None:
         """Why the connection failed, if it did (asked once, at the end)."""
         error, self._error = self._error, None
-        if error is None and self._output_broken is not None and not self._closed.is_set():
+        if (
+            error is None
+            and self._output_broken is not None
+            and (self._output_fatal or not self._closed.is_set())
+        ):
             # Writing failed and the peer's output never ended: not a peer that
             # went away (that would have brought EOF), so the write error is
-            # the connection's failure (docs/semantics.md §2.7).
+            # the connection's failure (docs/semantics.md §2.7). A write that
+            # failed for another reason (a full disk) is one even then.
             error = self._output_broken
         return error
 

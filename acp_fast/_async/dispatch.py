@@ -42,6 +42,7 @@ from .._io.backend import Backend
 from .._io.channel import Channel
 from . import _wire
 from .handlers import DISPATCH, HandlerEntry, PeerStyle
+from .log_limit import LimitedLog
 from .messages import (
     CANCEL_REQUEST_METHOD,
     SUCCESSOR_METHOD,
@@ -67,6 +68,13 @@ if TYPE_CHECKING:
 __all__ = ("Dispatcher", "DynamicHandlerGuard", "describe", "is_abort", "is_spurious_cancel")
 
 log = logging.getLogger("acp_fast")
+
+# The handler-chain cache keeps the chains of the methods handlers name, and
+# of at most this many other methods, each with a name this short: the names
+# come from the peer, and a cache that kept every name it was sent would grow
+# without bound (docs/semantics.md §2.2).
+_CHAIN_CACHE_ENTRIES = 1024
+_CHAIN_CACHE_NAME_CHARS = 256
 
 # A parked entry: (kind, method, params, responder or None).
 Parked = tuple[int, str, Any, "Responder[Any] | None"]
@@ -154,6 +162,8 @@ class Dispatcher(Outbox):
         self._table = table
         self._handlers = handlers
         self._chains: dict[tuple[int, str, str | None], tuple[HandlerEntry, ...]] = {}
+        self._named_methods = frozenset(h.method for h in handlers if h.method is not None)
+        self._unnamed_chains = 0
         self._response_handlers = tuple(h for h in handlers if h.kind == DISPATCH)
         self._peels = role.has_successor or any(
             h.peer_style == PeerStyle.SUCCESSOR for h in handlers
@@ -165,6 +175,7 @@ class Dispatcher(Outbox):
         self._parked: list[Parked] = []
         self._current_response: OutgoingRequest | None = None
         self._barrier: Consumer | None = None
+        self._limited_log = LimitedLog(log)
 
     def _fail(self, error: BaseException) -> None:
         raise NotImplementedError  # the connection's lifecycle (connection.py)
@@ -271,7 +282,9 @@ class Dispatcher(Outbox):
             or "requestId" not in value
             or not is_valid_id(value["requestId"])
         ):
-            log.warning("ignored a malformed $/cancel_request: %.200r", value)
+            self._limited_log.warning(
+                "malformed_cancel", "ignored a malformed $/cancel_request: %.200r", value
+            )
             return False
         incoming = self._table.cancel_incoming(value["requestId"])
         if incoming is not None and incoming.marker is not None:
@@ -399,7 +412,13 @@ class Dispatcher(Outbox):
             chain = tuple(h for h in self._handlers if h.matches(kind, method, inner_method))
             if self._default is not None:
                 chain += (self._default,)  # the role's default comes last
-            if len(self._chains) < 1024:
+            if (inner_method or method) in self._named_methods:
+                self._chains[key] = chain
+            elif (
+                self._unnamed_chains < _CHAIN_CACHE_ENTRIES
+                and len(method) + len(inner_method or "") <= _CHAIN_CACHE_NAME_CHARS
+            ):
+                self._unnamed_chains += 1
                 self._chains[key] = chain
         return chain
 
@@ -440,7 +459,9 @@ class Dispatcher(Outbox):
         dispatch handler or a result callback must run."""
         request = self._table.take_response(request_id)
         if request is None:
-            log.warning("dropped a response with unknown id %r", request_id)
+            self._limited_log.warning(
+                "unknown_response", "dropped a response with unknown id %.200r", request_id
+            )
             return None
         if self._response_handlers or self._dynamic:
             return self._dispatch_response(request, settlement, payload)

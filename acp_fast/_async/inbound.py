@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import types
+from collections import deque
 from collections.abc import Callable, Coroutine, Generator
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -43,6 +44,7 @@ from .._core import (
     classify_envelope,
     params_head_of,
     scan_head,
+    scan_tail,
 )
 from .._errors import Error
 from .._io.backend import Backend
@@ -60,8 +62,14 @@ __all__ = ("Admission", "Inbound")
 
 log = logging.getLogger("acp_fast")
 
+_BOM = b"\xef\xbb\xbf"
+
 # data.line of a parse error shows at most this many characters.
 _LINE_ECHO = 4096
+
+MAX_BATCH_ENTRIES = 1000
+"""A batch with more entries is answered with one -32600 error and none of
+its entries runs (docs/semantics.md §1.5)."""
 
 
 @types.coroutine
@@ -132,6 +140,9 @@ class Inbound(Dispatcher):
         # Consulted before each read: a class-API endpoint with a long queue
         # of waiting requests (acp_fast/_typed/endpoint.py).
         self._admission: Admission | None = None
+        self._non_json: deque[str] = deque(maxlen=5)
+        self._at_start = True  # no byte read yet past a possible BOM
+        self._first_bytes = b""  # the first bytes, while they may be part of one
 
     async def _read_loop(self) -> bool:
         """Read and dispatch until EOF (returns True) or a failure (False)."""
@@ -153,6 +164,13 @@ class Inbound(Dispatcher):
                     return False
                 if not data:
                     break
+                if self._at_start:
+                    # docs/semantics.md §1.4: a UTF-8 byte-order mark before
+                    # the first line is skipped (only there: per read, not
+                    # per line).
+                    data = self._strip_bom(data)
+                    if not data:
+                        continue
                 if self._output_broken is not None and not self._closed.is_set():
                     self._fail(self._output_broken)
                     return False
@@ -196,6 +214,8 @@ class Inbound(Dispatcher):
                             await self._add_new_dynamic_handlers()
                 finally:
                     self._sync = False
+            if self._at_start and self._first_bytes:
+                framer.feed(self._first_bytes)  # a lone prefix of a BOM at EOF
             rest = framer.close()
             if rest is not None:
                 pending = receive(rest)
@@ -205,6 +225,15 @@ class Inbound(Dispatcher):
         finally:
             self._dispatch_task = None
         return True
+
+    def _strip_bom(self, data: bytes) -> bytes:
+        data = self._first_bytes + data
+        if len(data) < len(_BOM) and _BOM.startswith(data):
+            self._first_bytes = data  # wait for more
+            return b""
+        self._at_start = False
+        self._first_bytes = b""
+        return data[len(_BOM) :] if data.startswith(_BOM) else data
 
     def _receive(self, line: bytes | OversizedLine) -> Coroutine[Any, Any, object] | None:
         """Handle one line; returns a coroutine when handlers must run."""
@@ -262,6 +291,9 @@ class Inbound(Dispatcher):
     def _receive_unparsable(self, line: bytes) -> None:
         if not line.strip():
             return  # whitespace between messages
+        # The last few kept: what a process writes to stdout that is not
+        # JSON (a crash message, a banner) says why it ended.
+        self._non_json.append(line[:500].decode("utf-8", "replace"))
         text = line.decode("utf-8", "replace")
         if len(text) > _LINE_ECHO:
             text = text[:_LINE_ECHO] + f"... ({len(line)} bytes)"
@@ -271,12 +303,20 @@ class Inbound(Dispatcher):
         # Too large to decode: answer what can be answered (bad input gets a
         # clear error and loses nothing).
         request_id, shape = scan_head(line.head)
+        if request_id is MISSING:
+            # An "id" after the payload: the framer kept the line's last bytes.
+            request_id = scan_tail(line.tail)
         data = {
             "reason": "message_too_large",
             "size": line.size,
             "limit": self._max_message_size,
         }
-        log.warning("refused a %d-byte message (limit %d)", line.size, self._max_message_size)
+        self._limited_log.warning(
+            "oversized",
+            "refused a %d-byte message (limit %d)",
+            line.size,
+            self._max_message_size,
+        )
         if shape == SHAPE_RESPONSE or (
             shape != SHAPE_CALL and type(request_id) is int and self._table.pending(request_id)
         ):
@@ -292,6 +332,13 @@ class Inbound(Dispatcher):
         self._enqueue(_wire.encode_error(answer_id, Error.invalid_request(data).to_dict()))
 
     def _receive_non_object(self, line: bytes) -> Coroutine[Any, Any, object] | None:
+        if line.count(b",") >= MAX_BATCH_ENTRIES and _wire.has_more_entries(
+            line, MAX_BATCH_ENTRIES
+        ):
+            # Refused before its entries are decoded: a line of a few MB can
+            # hold millions of tiny entries, each a Python object.
+            self._refuse_batch()
+            return None
         try:
             value = _wire.loads(line)
         except (msgspec.DecodeError, RecursionError):
@@ -304,8 +351,15 @@ class Inbound(Dispatcher):
         self._enqueue(_wire.encode_error(None, Error.invalid_request().to_dict()))
         return None
 
+    def _refuse_batch(self) -> None:
+        data = {"reason": "batch_too_large", "limit": MAX_BATCH_ENTRIES}
+        self._limited_log.warning(
+            "batch_too_large", "refused a batch of more than %d entries", MAX_BATCH_ENTRIES
+        )
+        self._enqueue(_wire.encode_error(None, Error.invalid_request(data).to_dict()))
+
     async def _receive_batch(self, entries: list[Any]) -> None:
-        batch = Batch(self._enqueue)
+        batch = Batch(self._enqueue, self._max_message_size)
         for entry in entries:
             if type(entry) is not dict:
                 line = _wire.encode_error(None, Error.invalid_request().to_dict())

@@ -53,6 +53,7 @@ class Outbox:
         self._sync = False  # the dispatch loop runs synchronously and flushes itself
         self._output_closed = False
         self._output_broken: Error | None = None  # why writing stopped
+        self._output_fatal = False  # ... and it was not the peer going away
         self._observer: Tap | None = None  # set by the builder (observe.py)
 
     def _enqueue(self, data: bytes, early: bool = False) -> None:
@@ -112,6 +113,10 @@ class Outbox:
         If that read brings EOF, the peer is gone and the connection ends
         cleanly; if it brings data, the peer stopped reading but talks on,
         and the connection fails with the write error (docs/semantics.md §2.7).
+
+        Any other write failure (a full disk, an I/O error) loses what we
+        write with nobody told: it is logged at error level and fails the
+        connection even when EOF follows.
         """
         if self._output_broken is not None:
             return
@@ -119,7 +124,11 @@ class Outbox:
         self._output_closed = True
         self._out.clear()
         self._out_size = 0
-        log.debug("transport write failed: %s", exc)
+        if _peer_went_away(exc):
+            log.debug("transport write failed: %s", exc)
+        else:
+            self._output_fatal = True
+            log.error("transport write failed: %s; nothing more can be sent", exc)
 
     def _send_cancel(self, request: OutgoingRequest) -> None:
         if self._observer is not None:
@@ -144,3 +153,19 @@ class Outbox:
             self._send_cancel(request)
         else:
             self._backend.call_soon_threadsafe(lambda: self._send_cancel(request))
+
+
+def _peer_went_away(exc: BaseException | None) -> bool:
+    """False when a write failed for a reason of our own side's: an OS error
+    other than the peer closing its end (a full disk, EIO), looking through
+    the causes. EPIPE, a reset, or a closed in-process or stream transport
+    is the peer going away."""
+    seen = 0
+    while exc is not None and seen < 8:
+        if isinstance(exc, (BrokenPipeError, ConnectionResetError)):
+            return True
+        if isinstance(exc, OSError):
+            return False
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return True

@@ -224,7 +224,14 @@ class _Handle(Generic[T]):
                     value = _loads(value) if type(value) is msgspec.Raw else decode_plain(value)
                 else:
                     value = decode_value(response_type, value)
-            except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            except msgspec.ValidationError as exc:
+                if response_type is not None:
+                    # JSON we read, of the wrong shape (docs/semantics.md §1.3)
+                    raise Error.invalid_result(request.method, str(exc)) from None
+                raise Error.parse_error(
+                    {"error": str(exc)[:500], "phase": "deserialization", "method": request.method}
+                ) from None
+            except msgspec.DecodeError as exc:
                 raise Error.parse_error(
                     {"error": str(exc)[:500], "phase": "deserialization", "method": request.method}
                 ) from None
@@ -376,11 +383,12 @@ class SentRequest(_Handle[T]):
     def detach(self) -> None:
         """Let the request run without waiting for its answer.
 
-        The answer is discarded when it comes, and neither this handle nor
-        its garbage collection will ever send a ``$/cancel_request``. A
-        cancellation handle taken before detaching can still cancel the
-        request while it is pending (the Rust SDK disarms those too; keeping
-        them lets "fire and forget, but stoppable" work).
+        The answer is discarded when it comes, and neither this handle's
+        ``cancel()`` nor its garbage collection will ever send a
+        ``$/cancel_request``. A cancellation handle, taken before or after
+        detaching, can still cancel the request while it is pending: it is
+        an explicit, separate way to stop it ("fire and forget, but
+        stoppable"; docs/cancellation.md).
         """
         self._take()
         self._detached = True
@@ -482,7 +490,7 @@ class PreparedRequest(_Handle[T]):
     that is a no-op and is not remembered; dropping it sends nothing.
     """
 
-    __slots__ = ("_payload", "_published")
+    __slots__ = ("_detached", "_payload", "_published")
 
     def __init__(
         self,
@@ -494,6 +502,7 @@ class PreparedRequest(_Handle[T]):
         super().__init__(conn, request, response_type)
         self._payload = payload
         self._published = False
+        self._detached = False
 
     def __repr__(self) -> str:
         return f"<PreparedRequest id={self.id!r} method={self.method!r}>"
@@ -523,15 +532,29 @@ class PreparedRequest(_Handle[T]):
     def detach(self) -> None:
         """Publish and forget; raises the error if publication failed.
 
-        As with ``SentRequest.detach``, a cancellation handle taken earlier
+        As with ``SentRequest.detach``, this handle's ``cancel()`` then
+        sends nothing, while a cancellation handle (taken before or after)
         can still cancel the request while it is pending.
         """
         sent = self._sent()
         sent.detach()
+        self._detached = True
         self._conn._publish(self._request, self._payload)
         request = self._request
         if request.settlement == SETTLED_ERROR:
             raise cast(Error, request.value)
+
+    def cancel(self) -> None:
+        """Send ``$/cancel_request`` for this request, once, if it was
+        published and is still pending; as ``RequestCancellationHandle.cancel``
+        does. Before publication it does nothing and is not remembered (the
+        request, published later, runs); after ``detach()`` it sends nothing.
+        """
+        if self._detached:
+            return
+        request = self._request
+        if request.take_armed():
+            self._conn._send_cancel(request)
 
     def _add_source(self, marker: RequestCancellation) -> None:
         self._sources = (*self._sources, marker)

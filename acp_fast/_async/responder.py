@@ -35,24 +35,37 @@ T = TypeVar("T")
 
 
 class Batch:
-    """One incoming JSON-RPC batch: its response slots (docs/semantics.md §1.5)."""
+    """One incoming JSON-RPC batch: its response slots (docs/semantics.md §1.5).
 
-    __slots__ = ("dispatched", "enqueue", "remaining", "slots")
+    The array it writes is at most ``max_bytes`` long (plus one short error
+    per entry): an answer that would pass that is replaced by a -32603 error
+    under its id, so that a batch cannot make us write a line no peer reads.
+    """
 
-    def __init__(self, enqueue: Callable[[bytes], None]) -> None:
+    __slots__ = ("dispatched", "enqueue", "max_bytes", "remaining", "size", "slots")
+
+    def __init__(self, enqueue: Callable[[bytes], None], max_bytes: int) -> None:
         self.enqueue = enqueue
         self.slots: list[bytes | None] = []
         self.remaining = 0
         self.dispatched = False
+        self.max_bytes = max_bytes
+        self.size = 2
 
     def new_slot(self) -> int:
         self.slots.append(None)
         self.remaining += 1
         return len(self.slots) - 1
 
-    def fill(self, slot: int, line: bytes) -> None:
+    def fill(self, slot: int, line: bytes, request_id: Any = None) -> None:
         if self.slots[slot] is not None:
             return  # the first completion wins
+        if self.size + len(line) > self.max_bytes:
+            error = Error.internal_error(
+                {"reason": "batch_answer_too_large", "limit": self.max_bytes}
+            )
+            line = _wire.encode_error(request_id, error.to_dict())
+        self.size += len(line)
         self.slots[slot] = line[:-1]  # without its newline
         self.remaining -= 1
         self.send_if_complete()
@@ -131,7 +144,7 @@ class Responder(Generic[T]):
         if self._batch is None:  # _send, inlined (per request)
             self._conn._enqueue(line)
         else:
-            self._batch.fill(self._slot, line)
+            self._batch.fill(self._slot, line, self._incoming.id)
 
     def respond_with_error(self, error: Error) -> None:
         """Answer with an error object."""
@@ -159,7 +172,7 @@ class Responder(Generic[T]):
 
     def _send(self, line: bytes) -> None:
         if self._batch is not None:
-            self._batch.fill(self._slot, line)
+            self._batch.fill(self._slot, line, self._incoming.id)
         else:
             self._conn._enqueue(line)
 

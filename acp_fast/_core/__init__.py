@@ -77,6 +77,7 @@ __all__ = (
     "is_valid_id",
     "params_head_of",
     "scan_head",
+    "scan_tail",
 )
 
 NO_EXTENSIONS: bool = (
@@ -92,6 +93,7 @@ if TYPE_CHECKING or NO_EXTENSIONS:
         is_valid_id,
         params_head_of,
         scan_head,
+        scan_tail,
     )
     from ._requests_py import IncomingRequest, OutgoingRequest, RequestTable
 
@@ -105,6 +107,7 @@ else:
             is_valid_id,
             params_head_of,
             scan_head,
+            scan_tail,
         )
         from ._requests_c import IncomingRequest, OutgoingRequest, RequestTable
 
@@ -117,6 +120,7 @@ else:
             is_valid_id,
             params_head_of,
             scan_head,
+            scan_tail,
         )
         from ._requests_py import IncomingRequest, OutgoingRequest, RequestTable
 

@@ -10,6 +10,7 @@ cdef class LineBuffer:
     cdef Py_ssize_t _pending
     cdef Py_ssize_t _discarded
     cdef bytes _head
+    cdef bytes _tail
 
     @cython.locals(
         start=Py_ssize_t, end=Py_ssize_t, nl=Py_ssize_t, last=Py_ssize_t, max_line=Py_ssize_t,
@@ -21,6 +22,10 @@ cdef class LineBuffer:
     @cython.locals(size=Py_ssize_t)
     cdef void _carry(self, bytes data, Py_ssize_t start, Py_ssize_t end)
     cdef void _finish_carried(self, bytes data, Py_ssize_t nl, list out)
+    @cython.locals(size=Py_ssize_t)
+    cdef void _keep_tail(self, bytes data, Py_ssize_t start, Py_ssize_t end)
 
 @cython.locals(have=Py_ssize_t)
 cdef bytes _head_of(list fragments, Py_ssize_t size)
+@cython.locals(have=Py_ssize_t)
+cdef bytes _tail_of(list fragments, Py_ssize_t size)

@@ -18,9 +18,10 @@
 #   quadratic for large messages (4 ms per 1 MB line in the measurements behind
 #   this design), so it is never done.
 # * A line longer than ``max_line`` bytes is never held in memory. Its first
-#   ``head_size`` bytes are kept for diagnosis (so the caller can still find the
-#   message's "id" and answer it), the rest is counted and dropped up to the
-#   next newline, and one OversizedLine takes the line's place in the output.
+#   ``head_size`` bytes and its last ``head_size`` bytes are kept for
+#   diagnosis (so the caller can still find the message's "id", wherever it
+#   is, and answer it), the rest is counted and dropped up to the next
+#   newline, and one OversizedLine takes the line's place in the output.
 #   Framing then goes on with the next line: an oversized message costs that
 #   message, never the connection.
 # * Output lines never contain b"\n"; one trailing b"\r" is removed (CRLF
@@ -51,16 +52,18 @@ class OversizedLine:
     """Stands in the output for a line that exceeded the framer's cap.
 
     ``size`` is the line's full length in bytes (without the newline); ``head``
-    holds its first bytes, enough to find a leading "id" or "method".
+    holds its first bytes, enough to find a leading "id" or "method", and
+    ``tail`` its last bytes, enough to find an "id" written after the payload.
     ``complete`` is False only for an oversized unterminated line seen at EOF.
     """
 
-    __slots__ = ("complete", "head", "size")
+    __slots__ = ("complete", "head", "size", "tail")
 
-    def __init__(self, size: int, head: bytes, complete: bool = True) -> None:
+    def __init__(self, size: int, head: bytes, complete: bool = True, tail: bytes = b"") -> None:
         self.size = size
         self.head = head
         self.complete = complete
+        self.tail = tail
 
     def __repr__(self) -> str:
         return f"OversizedLine(size={self.size}, head={self.head[:40]!r}...)"
@@ -80,7 +83,15 @@ class LineBuffer:
     the unterminated rest at EOF (or None).
     """
 
-    __slots__ = ("_discarded", "_fragments", "_head", "_pending", "head_size", "max_line")
+    __slots__ = (
+        "_discarded",
+        "_fragments",
+        "_head",
+        "_pending",
+        "_tail",
+        "head_size",
+        "max_line",
+    )
 
     def __init__(
         self, max_line: int = DEFAULT_MAX_LINE, head_size: int = DEFAULT_HEAD_SIZE
@@ -93,9 +104,10 @@ class LineBuffer:
         self._fragments: list[bytes] = []
         self._pending = 0
         # While dropping an oversized line: bytes dropped so far (-1 when not
-        # dropping) and the kept head.
+        # dropping), the kept head and the last bytes seen.
         self._discarded = -1
         self._head = b""
+        self._tail = b""
 
     @property
     def buffered(self) -> int:
@@ -155,7 +167,14 @@ class LineBuffer:
                 self._carry(data, start, end)
                 break
             if nl - start > max_line:
-                out.append(OversizedLine(nl - start, data[start : start + self.head_size]))
+                out.append(
+                    OversizedLine(
+                        nl - start,
+                        data[start : start + self.head_size],
+                        True,
+                        data[max(start, nl - self.head_size) : nl],
+                    )
+                )
             elif nl > start:
                 if data[nl - 1] == 13:  # b"\r"
                     if nl - 1 > start:
@@ -169,7 +188,7 @@ class LineBuffer:
         """Return the unterminated last line at EOF, if any, and reset."""
         rest: bytes | OversizedLine | None = None
         if self._discarded >= 0:
-            rest = OversizedLine(self._discarded, self._head, False)
+            rest = OversizedLine(self._discarded, self._head, False, self._tail)
         elif self._pending:
             line = b"".join(self._fragments)
             if line.endswith(b"\r"):
@@ -184,6 +203,7 @@ class LineBuffer:
         self._pending = 0
         self._discarded = -1
         self._head = b""
+        self._tail = b""
 
     def _carry(self, data: bytes, start: int, end: int) -> None:
         # Keep data[start:end], the beginning of a line whose newline has not
@@ -191,10 +211,12 @@ class LineBuffer:
         size = end - start
         if self._discarded >= 0:
             self._discarded += size
+            self._keep_tail(data, start, end)
             return
         if self._pending + size > self.max_line:
             self._fragments.append(data[start:end])
             self._head = _head_of(self._fragments, self.head_size)
+            self._tail = _tail_of(self._fragments, self.head_size)
             self._discarded = self._pending + size
             self._fragments = []
             self._pending = 0
@@ -204,13 +226,15 @@ class LineBuffer:
 
     def _finish_carried(self, data: bytes, nl: int, out: list[bytes | OversizedLine]) -> None:
         if self._discarded >= 0:
-            out.append(OversizedLine(self._discarded + nl, self._head))
+            self._keep_tail(data, 0, nl)
+            out.append(OversizedLine(self._discarded + nl, self._head, True, self._tail))
             self._reset()
             return
         if self._pending + nl > self.max_line:
             self._fragments.append(data[:nl])
             head = _head_of(self._fragments, self.head_size)
-            out.append(OversizedLine(self._pending + nl, head))
+            tail = _tail_of(self._fragments, self.head_size)
+            out.append(OversizedLine(self._pending + nl, head, True, tail))
             self._reset()
             return
         self._fragments.append(data[:nl])
@@ -221,6 +245,28 @@ class LineBuffer:
             line = line[:-1]
         if line:
             out.append(line)
+
+    def _keep_tail(self, data: bytes, start: int, end: int) -> None:
+        # The last head_size bytes of the line being dropped.
+        size = self.head_size
+        if end - start >= size:
+            self._tail = data[end - size : end]
+        else:
+            self._tail = (self._tail + data[start:end])[-size:]
+
+
+def _tail_of(fragments: list[bytes], size: int) -> bytes:
+    # The last ``size`` bytes, joining only the fragments they span.
+    taken: list[bytes] = []
+    have = 0
+    for fragment in reversed(fragments):
+        taken.append(fragment)
+        have += len(fragment)
+        if have >= size:
+            break
+    taken.reverse()
+    joined = b"".join(taken)
+    return joined[len(joined) - size :] if len(joined) > size else joined
 
 
 def _head_of(fragments: list[bytes], size: int) -> bytes:

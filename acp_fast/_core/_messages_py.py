@@ -141,6 +141,7 @@ def params_head_of(params: object) -> int:
 _NUMBER = re.compile(rb"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 _WHITESPACE = b" \t\r\n"
 _NUMBER_TAIL = b".eE+-0123456789"
+_SCALAR_BYTES = b".eE+-0123456789truefalsn"  # what a number, true, false or null is made of
 
 
 def scan_head(head: bytes) -> tuple[object, int]:
@@ -201,6 +202,94 @@ def scan_head(head: bytes) -> tuple[object, int]:
         if i < 0:
             break
     return request_id, shape
+
+
+def scan_tail(tail: bytes) -> object:
+    """Find a top-level "id" in the last bytes of an oversized message.
+
+    Walks the object backwards from its closing brace, one member at a time
+    (a string's opening quote is the first quote before it that no backslash
+    escapes), so only the top level is read. Returns the id when it was read
+    completely and is valid, else MISSING. Never raises.
+    """
+    i = _skip_ws_back(tail, len(tail) - 1)
+    if i < 0 or tail[i] != 125:  # "}"
+        return MISSING
+    i -= 1
+    while True:
+        i = _skip_ws_back(tail, i)
+        if i < 0 or tail[i] == 123:  # the object's start: no id after the payload
+            return MISSING
+        value_end = i + 1
+        i = _value_start_back(tail, i)
+        if i < 0:
+            return MISSING
+        value_start = i
+        i = _skip_ws_back(tail, i - 1)
+        if i < 0 or tail[i] != 58:  # ":"
+            return MISSING
+        i = _skip_ws_back(tail, i - 1)
+        if i < 0 or tail[i] != 34:
+            return MISSING
+        key_start = _string_start_back(tail, i)
+        if key_start < 0:
+            return MISSING
+        if tail[key_start : i + 1] == b'"id"':
+            value, j = _scalar(tail + b" ", value_start)
+            if j != value_end or not is_valid_id(value) or not _encodable(value):
+                return MISSING
+            return value
+        i = _skip_ws_back(tail, key_start - 1)
+        if i < 0 or tail[i] != 44:  # ","
+            return MISSING
+        i -= 1
+
+
+def _skip_ws_back(data: bytes, i: int) -> int:
+    while i >= 0 and data[i] in _WHITESPACE:
+        i -= 1
+    return i
+
+
+def _string_start_back(data: bytes, i: int) -> int:
+    # data[i] is a closing quote; return the index of its opening quote, or -1.
+    j = i - 1
+    while j >= 0:
+        if data[j] == 34:
+            k = j - 1
+            while k >= 0 and data[k] == 92:
+                k -= 1
+            if (j - k) % 2 == 1:  # an even number of backslashes before it
+                return j
+        j -= 1
+    return -1
+
+
+def _value_start_back(data: bytes, i: int) -> int:
+    # data[i] is the last byte of a value; return the index of its first, or -1.
+    c = data[i]
+    if c == 34:
+        return _string_start_back(data, i)
+    if c == 125 or c == 93:  # "}" "]"
+        depth = 0
+        while i >= 0:
+            c = data[i]
+            if c == 34:
+                i = _string_start_back(data, i)
+                if i < 0:
+                    return -1
+            elif c == 125 or c == 93:
+                depth += 1
+            elif c == 123 or c == 91:
+                depth -= 1
+                if depth == 0:
+                    return i
+            i -= 1
+        return -1
+    j = i
+    while j >= 0 and data[j] in _SCALAR_BYTES:
+        j -= 1
+    return j + 1 if j < i else -1
 
 
 def _skip_ws(data: bytes, i: int) -> int:

@@ -24,6 +24,8 @@ own failure (never a silent EOF).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from .backend import Backend, Waiter
 
@@ -54,6 +56,9 @@ class Channel:
         self._eof_requested = False
         # A hint from the reader: a line this long is being received.
         self.read_hint = 0
+        # Set by transports that know how the peer ended (a process we
+        # started): returns what the requests its EOF fails should say.
+        self.describe_end: Callable[[], Awaitable[dict[str, Any]]] | None = None
 
     # -- reading ------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import codecs
 import logging
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -42,10 +43,10 @@ class Subprocess(Transport):
 
     ``stderr`` says where the child's stderr goes:
 
-    * ``None`` (default): passed through to this process's stderr. When
-      ``sys.stderr`` is a real file the child writes to it directly;
-      otherwise (``sys.stderr`` replaced by an in-memory stream, as under
-      pytest's ``capsys``) its output is copied into ``sys.stderr``;
+    * ``None`` (default): copied into this process's ``sys.stderr`` as it
+      comes (a real file or an in-memory stream, as under pytest's
+      ``capsys``); its last lines are kept, so that the requests a dying
+      child fails say why (docs/semantics.md §1.3);
     * a callable: called with each line the child writes (a ``str`` without
       its newline, decoded as UTF-8), on the event loop. Exceptions it raises
       are logged, never fatal;
@@ -105,6 +106,7 @@ class Subprocess(Transport):
             raise
         if pump is not None:
             pump.start()
+        channel.describe_end = lambda: _describe_end(backend, process, pump, self.grace_period)
         try:
             yield channel
         finally:
@@ -152,14 +154,12 @@ def _stderr_target(stderr: StderrTarget) -> tuple[Callable[[str], object] | None
     target = sys.stderr
     if target is None:
         return None, subprocess.DEVNULL
-    try:
-        fd = target.fileno()
-    except (OSError, ValueError, AttributeError):
-        # An in-memory stderr (pytest's capsys, a notebook): copy into it.
-        return _write_to_stderr, subprocess.PIPE
-    with suppress(OSError, ValueError):
+    # Copied into our stderr (a real file, or an in-memory one such as
+    # pytest's capsys) rather than handed over: the pump then keeps the last
+    # lines, which say why an agent that dies at start-up died.
+    with suppress(OSError, ValueError, AttributeError):
         target.flush()  # what we wrote so far comes first
-    return None, fd
+    return _write_to_stderr, subprocess.PIPE
 
 
 def _write_to_stderr(text: str) -> None:
@@ -180,6 +180,7 @@ class _StderrPump:
         self._sink = sink
         self._lines = lines  # deliver whole lines (a user callable) or raw text
         self._partial = ""
+        self._last = ""  # the end of what it wrote, for describe_end
         self.done = anyio.Event()
         self._scope = anyio.CancelScope()
         self._task: Any = None  # keeps the asyncio task (an asyncio.Task) alive
@@ -241,9 +242,14 @@ class _StderrPump:
                 self._emit(self._partial)
                 self._partial = ""
 
+    def last_lines(self, count: int = 10) -> list[str]:
+        """The last lines the child wrote to stderr (each at most 500 chars)."""
+        return [line[-500:] for line in self._last.splitlines()[-count:] if line.strip()]
+
     def _deliver(self, text: str) -> None:
         if not text:
             return
+        self._last = (self._last + text)[-_KEPT_STDERR:]
         if not self._lines:
             self._emit(text)
             return
@@ -256,6 +262,36 @@ class _StderrPump:
             self._sink(text)
         except Exception:
             log.exception("the stderr callback of a subprocess transport failed")
+
+
+_KEPT_STDERR = 4096
+
+
+async def _describe_end(
+    backend: Backend, process: subprocess.Popen[bytes], pump: _StderrPump | None, grace: float
+) -> dict[str, Any]:
+    """How the child ended, for the error of the requests its EOF fails
+    (docs/transports.md): exit status or signal, and its last stderr lines.
+    Waits for the exit a moment (bounded: it may still run)."""
+    with anyio.move_on_after(min(grace, 1.0)):
+        await _wait_exit(backend, process)
+        if pump is not None:
+            await pump.done.wait()  # what it wrote last, up to its stderr's end
+    details: dict[str, Any] = {"pid": process.pid}
+    code = process.poll()
+    if code is None:
+        details["running"] = True  # it closed its stdout but lives on
+    elif code < 0:
+        details["exitStatus"] = code
+        try:
+            details["signal"] = signal.Signals(-code).name
+        except ValueError:
+            details["signal"] = -code
+    else:
+        details["exitStatus"] = code
+    if pump is not None:
+        details["stderr"] = pump.last_lines()
+    return details
 
 
 async def _shut_down(

@@ -43,6 +43,8 @@ from ..schema import v1, v1_unstable
 from .endpoint import DEFAULT_MAX_CONCURRENT_REQUESTS, Endpoint, overrides
 from .lenient import legacy_initialize
 from .methods import V1_AGENT_METHODS, V1_UNSTABLE_AGENT_METHODS, AgentMethods
+from .per_connection import PerConnection
+from .signatures import check_handler_signatures
 
 __all__ = ("BaseAgent", "ClientConnection", "Terminal", "agent_builder", "run_agent", "serve_agent")
 
@@ -195,8 +197,14 @@ class BaseAgent(AgentMethods):
     #: ``nes/*``, ``document/*``, ``mcp/message``): define e.g. ``fork_session``
     #: and it is routed. Every message then decodes to ``v1_unstable`` types.
     unstable: bool = False
-    #: The connection to the client, set when the agent is connected.
-    client: ClientConnection
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        check_handler_signatures(cls, BaseAgent, V1_AGENT_METHODS, v1)
+
+    #: The connection to the client of the request being handled (one agent
+    #: may serve several clients: each handler sees its own, docs/transports.md).
+    client = PerConnection[ClientConnection]("client")
 
     async def initialize(self, request: v1.InitializeRequest) -> v1.InitializeResponse:
         """Answer ``initialize``. The default speaks v1 and advertises
@@ -224,7 +232,9 @@ class AgentEndpoint(Endpoint):
             (V1_UNSTABLE_AGENT_METHODS, v1_unstable) if agent.unstable else (V1_AGENT_METHODS, v1)
         )
         super().__init__(agent, BaseAgent, table, schema, agent.max_concurrent_requests)
-        self.turns: dict[str, anyio.CancelScope] = {}
+        # Running prompts by (connection, session): one agent may serve
+        # several clients, whose session ids may be the same.
+        self.turns: dict[tuple[object, str], anyio.CancelScope] = {}
 
     def bind(self, cx: ConnectionTo[Any]) -> None:
         super().bind(cx)
@@ -239,14 +249,15 @@ class AgentEndpoint(Endpoint):
         if name != "prompt":
             return None
         session_id = request.session_id
-        if session_id in self.turns:
+        if (self.cx, session_id) in self.turns:
             raise Error.invalid_request(f"session {session_id!r} is already running a prompt")
-        scope = self.turns[session_id] = anyio.CancelScope()
+        scope = self.turns[self.cx, session_id] = anyio.CancelScope()
         return scope
 
     def end(self, name: str, request: Any, scope: anyio.CancelScope) -> None:
-        if self.turns.get(request.session_id) is scope:
-            del self.turns[request.session_id]
+        for key, running in list(self.turns.items()):
+            if running is scope and key[1] == request.session_id:
+                del self.turns[key]
 
     def cancelled_result(self, name: str, request: Any) -> Any:
         # The client's session/cancel stopped the turn: a v1 prompt then
@@ -257,7 +268,7 @@ class AgentEndpoint(Endpoint):
         self, name: str, method: Callable[[Any], Awaitable[Any]], notification: Any
     ) -> None:
         if name == "cancel":
-            scope = self.turns.get(notification.session_id)
+            scope = self.turns.get((self.cx, notification.session_id))
             if scope is not None:
                 self.cancel_scope(scope)  # a waiting prompt is answered at once
         await method(notification)

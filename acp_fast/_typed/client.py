@@ -42,6 +42,7 @@ from .._transports import Subprocess, Transport
 from ..schema import v1, v1_unstable
 from .endpoint import DEFAULT_MAX_CONCURRENT_REQUESTS, Endpoint
 from .methods import V1_CLIENT_METHODS, V1_UNSTABLE_CLIENT_METHODS, ClientMethods
+from .signatures import check_handler_signatures
 
 __all__ = ("AgentConnection", "BaseClient", "client_builder", "connect_to_agent", "spawn_agent")
 
@@ -57,6 +58,11 @@ class BaseClient(ClientMethods):
     #: Opt in to the draft methods (``mcp/connect``, ``mcp/disconnect``,
     #: ``mcp/message``); every message then decodes to ``v1_unstable`` types.
     unstable: bool = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        check_handler_signatures(cls, BaseClient, V1_CLIENT_METHODS, v1)
+
     #: The connection to the agent, set when connected.
     agent: AgentConnection
 

@@ -24,7 +24,6 @@ one handler is registered on the connection builder:
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from types import ModuleType
 from typing import Any
@@ -38,6 +37,8 @@ from .._async.dispatch import describe, is_spurious_cancel
 from .._async.messages import NOT_HANDLED, UntypedMessage
 from .._async.responder import Responder
 from .._errors import Error
+from .admission import Admission, Waiting
+from .results import checked_result
 
 __all__ = ("Endpoint", "overrides")
 
@@ -48,9 +49,6 @@ DEFAULT_MAX_CONCURRENT_REQUESTS = 64
 # it a request is refused at once, so that the loop never stops reading
 # (docs/semantics.md §2.4) and memory stays bounded.
 MAX_WAITING_REQUESTS = 4096
-# Loop iterations without a request finishing after which a congested
-# endpoint lets the loop read on (see Endpoint.make_room).
-_IDLE_ITERATIONS = 3
 
 
 def overrides(instance: object, base: type, name: str) -> bool:
@@ -76,13 +74,9 @@ class Endpoint:
         if max_concurrent_requests < 1:
             raise ValueError("at least one request must be able to run")
         self.max_running = max_concurrent_requests
-        self.running = 0
-        self.finished = 0  # requests run to their end, ever (see make_room)
         self.max_waiting = MAX_WAITING_REQUESTS
-        # Waiting requests, oldest first (a dict used as an ordered set).
-        self.waiting: OrderedDict[Waiting, None] = OrderedDict()
-        self.waiting_scopes: dict[anyio.CancelScope, Waiting] = {}
-        self.idle_workers: list[Worker] = []  # parked workers (see _work)
+        # The connection of the message being handled: one instance may serve
+        # several connections, each with an Admission of its own.
         self.cx: ConnectionTo[Any] | None = None
 
     def install(self, builder: Builder[Any]) -> Builder[Any]:
@@ -103,9 +97,10 @@ class Endpoint:
         return builder
 
     def bind(self, cx: ConnectionTo[Any]) -> None:
-        """Called with the connection before its first message is handled."""
+        """Called with the connection before its messages are handled."""
         self.cx = cx
-        cx._admission = self
+        if not isinstance(cx._admission, Admission):
+            cx._admission = Admission(self, cx)
 
     def implements(self, wire: str, name: str) -> bool:
         return overrides(self.instance, self.base, name)
@@ -123,174 +118,21 @@ class Endpoint:
             # Registered here, in dispatch order: a cancellation that arrives
             # right behind the request finds it even before it starts.
             job = Waiting(name, bound, request, responder, self.begin(name, request))
-            if self.idle_workers:  # a worker is parked: hand it the request
-                worker = self.idle_workers.pop()
-                worker.job = job
-                self.running += 1
-                cx._backend.wake(worker.waiter)
-            elif self.running < self.max_running:
-                self.running += 1
-                cx.spawn(self._work, job)
-            else:
-                self._wait(job)
+            admission = cx._admission
+            assert isinstance(admission, Admission)
+            admission.admit(job)
 
         return handle
 
-    # -- admission (docs/semantics.md §2.4) -------------------------------------
-
-    def _wait(self, waiting: Waiting) -> None:
-        """Queue a request until a slot frees; the dispatch loop reads on."""
-        if len(self.waiting) >= self.max_waiting:
-            self._finish_waiting(waiting)
-            waiting.responder.respond_with_error(
-                Error.internal_error(
-                    {"reason": "too_many_waiting_requests", "limit": self.max_waiting}
-                )
-            )
-            return
-        self.waiting[waiting] = None
-        if waiting.scope is not None:
-            self.waiting_scopes[waiting.scope] = waiting
-        # The peer's $/cancel_request answers a waiting request at once.
-        waiting.watch = lambda: self._cancel_waiting(waiting, by_peer=True)
-        if waiting.responder.cancellation()._watch(waiting.watch):
-            self._cancel_waiting(waiting, by_peer=True)
-
-    def _cancel_waiting(self, waiting: Waiting, by_peer: bool) -> None:
-        if waiting not in self.waiting:
-            return
-        del self.waiting[waiting]
-        self._finish_waiting(waiting)
-        if by_peer:
-            self._answer_cancelled_by_peer(waiting)
-            return
-        responder = waiting.responder
-        if responder.answered:
-            return
-        try:
-            result = self.cancelled_result(waiting.name, waiting.request)
-        except Error as error:
-            responder.respond_with_error(error)
-        else:
-            responder.respond({} if result is None else result)
-
-    def _finish_waiting(self, waiting: Waiting) -> None:
-        if waiting.watch is not None:
-            waiting.responder.cancellation()._unwatch(waiting.watch)
-            waiting.watch = None
-        if waiting.scope is not None:
-            self.waiting_scopes.pop(waiting.scope, None)
-            self.end(waiting.name, waiting.request, waiting.scope)
-
-    def congested(self) -> bool:
-        """More requests wait than run: let them run before reading more."""
-        return len(self.waiting) >= self.max_running
-
-    async def make_room(self) -> None:
-        """Let waiting requests run while they make progress; return (and let
-        the loop read on) once a few loop iterations pass without any request
-        finishing: the running ones may be waiting for the peer's next
-        message, a permission answer or a cancel (docs/semantics.md §2.4).
-        (A few: a request freed in one iteration starts in the next, and
-        trio runs the tasks of one iteration in any order.)"""
-        while len(self.waiting) >= self.max_running:
-            finished = self.finished
-            for _ in range(_IDLE_ITERATIONS):
-                await anyio.lowlevel.checkpoint()
-                if self.finished != finished:
-                    break
-            else:
-                return
-
     def cancel_scope(self, scope: anyio.CancelScope) -> None:
-        """Cancel a request registered by ``begin``: a running one is stopped,
-        a waiting one is answered at once with ``cancelled_result``."""
-        scope.cancel()
-        waiting = self.waiting_scopes.get(scope)
-        if waiting is not None:
-            self._cancel_waiting(waiting, by_peer=False)
-
-    async def _work(self, job: Waiting) -> None:
-        """A worker: runs requests one after the other, for the connection's
-        life, parking while idle; a task per request would cost more than
-        most requests do (docs/semantics.md §2.4).
-
-        The worker's cancel scope spans many requests: the peer's
-        ``$/cancel_request`` for the running one cancels it, and only then is
-        a new scope entered. (One scope per request, entered and left, was
-        the largest cost of an instant request.)
-        """
-        assert self.cx is not None
-        backend = self.cx._backend
-        worker = Worker()
-        next_job: Waiting | None = job
-        while next_job is not None:
-            job = next_job
-            next_job = None
-            with anyio.CancelScope() as scope:
-                while True:
-                    state = job.responder.cancellation()._state
-                    if state.fired:  # cancelled before it started
-                        self._answer_cancelled_by_peer(job)
-                    else:
-                        state.add_callback(scope.cancel)
-                        try:
-                            await self._run_request(
-                                job.name, job.method, job.request, job.responder, job.scope
-                            )
-                        finally:
-                            state.remove_callback(scope.cancel)
-                    self.finished += 1
-                    if scope.cancel_called:
-                        # The request returned a value although cancelled:
-                        # it is answered; the next one needs a fresh scope.
-                        next_job = await self._next_job(worker, backend)
-                        break
-                    job = await self._next_job(worker, backend)
-            if scope.cancelled_caught:  # the peer cancelled the running request
-                self._answer_cancelled_by_peer(job)
-                self.finished += 1
-                next_job = await self._next_job(worker, backend)
-
-    async def _next_job(self, worker: Worker, backend: Any) -> Waiting:
-        """The oldest waiting request, or (parked) the next one handed over."""
-        job = self._next_waiting()
-        if job is not None:
-            return job
-        self.running -= 1
-        worker.job = None
-        worker.waiter = backend.new_waiter()
-        self.idle_workers.append(worker)
-        try:
-            await worker.waiter
-        except BaseException:
-            if worker in self.idle_workers:
-                self.idle_workers.remove(worker)
-            raise
-        return worker.take()
-
-    def _answer_cancelled_by_peer(self, job: Waiting) -> None:
-        responder = job.responder
-        if responder.answered:
-            return
-        try:
-            result = self.cancelled_by_peer(job.name, job.request)
-        except Error as error:
-            responder.respond_with_error(error)
+        """Cancel a request registered by ``begin`` on the current connection:
+        a running one is stopped, a waiting one is answered at once with
+        ``cancelled_result``."""
+        admission = self.cx._admission if self.cx is not None else None
+        if isinstance(admission, Admission):
+            admission.cancel_scope(scope)
         else:
-            responder.respond({} if result is None else result)
-
-    def _next_waiting(self) -> Waiting | None:
-        """The oldest waiting request, taken out of the queue."""
-        if not self.waiting:
-            return None
-        waiting, _ = self.waiting.popitem(last=False)
-        if waiting.watch is not None:
-            waiting.responder.cancellation()._unwatch(waiting.watch)
-            waiting.watch = None
-        if waiting.scope is not None:
-            self.waiting_scopes.pop(waiting.scope, None)
-        return waiting
+            scope.cancel()
 
     async def _run_request(
         self,
@@ -330,7 +172,9 @@ class Endpoint:
                 responder.respond_with_error(Error.internal_error({"details": describe(exc)}))
         else:
             if not responder.answered:
-                responder.respond({} if result is None else result)
+                owner = type(self.instance).__name__
+                checked = checked_result(self.schema, owner, name, request, result)
+                responder.respond_with_result(checked)
 
     def begin(self, name: str, request: Any) -> anyio.CancelScope | None:
         """A cancel scope to run this request in, registered where the
@@ -393,41 +237,7 @@ class Endpoint:
     async def _ext_notification(self, message: UntypedMessage, cx: ConnectionTo[Any]) -> Any:
         if not message.method.startswith("_"):
             return NOT_HANDLED
+        if self.cx is not cx:
+            self.bind(cx)
         await self.instance.ext_notification(message.method, message.params)
         return None
-
-
-class Waiting:
-    """A request admitted but not started (docs/semantics.md §2.4)."""
-
-    __slots__ = ("method", "name", "request", "responder", "scope", "watch")
-
-    def __init__(
-        self,
-        name: str,
-        method: Callable[[Any], Awaitable[Any]],
-        request: Any,
-        responder: Responder[Any],
-        scope: anyio.CancelScope | None,
-    ) -> None:
-        self.name = name
-        self.method = method
-        self.request = request
-        self.responder = responder
-        self.scope = scope
-        self.watch: Callable[[], None] | None = None
-
-
-class Worker:
-    """A parked worker: the waiter it sleeps on and the request it is handed."""
-
-    __slots__ = ("job", "waiter")
-
-    def __init__(self) -> None:
-        self.job: Waiting | None = None
-        self.waiter: Any = None
-
-    def take(self) -> Waiting:
-        job, self.job = self.job, None
-        assert job is not None
-        return job

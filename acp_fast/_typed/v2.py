@@ -26,6 +26,7 @@ at or below the one asked for).
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -43,6 +44,8 @@ from .._transports import Transport, stdio
 from ..schema import v2
 from .endpoint import DEFAULT_MAX_CONCURRENT_REQUESTS, Endpoint
 from .methods import V2_AGENT_METHODS, V2_CLIENT_METHODS, AgentMethodsV2, ClientMethodsV2
+from .per_connection import PerConnection
+from .signatures import check_handler_signatures
 
 __all__ = (
     "AgentConnectionV2",
@@ -111,7 +114,12 @@ class BaseAgentV2(AgentMethodsV2):
     """
 
     max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS
-    client: ClientConnectionV2
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        check_handler_signatures(cls, BaseAgentV2, V2_AGENT_METHODS, v2)
+
+    client = PerConnection[ClientConnectionV2]("client")
 
     async def initialize(self, request: v2.InitializeRequest) -> v2.InitializeResponse:
         return v2.InitializeResponse(
@@ -129,8 +137,13 @@ class BaseAgentV2(AgentMethodsV2):
 class AgentEndpointV2(Endpoint):
     def __init__(self, agent: BaseAgentV2) -> None:
         super().__init__(agent, BaseAgentV2, V2_AGENT_METHODS, v2, agent.max_concurrent_requests)
-        self.guard = _Guard()
-        self.turns: dict[str, anyio.CancelScope] = {}
+        # Per connection: one agent may serve several clients, each of which
+        # initializes its own connection.
+        self.guards: weakref.WeakKeyDictionary[ConnectionTo[Any], _Guard] = (
+            weakref.WeakKeyDictionary()
+        )
+        # By (connection, session): one agent may serve several clients.
+        self.turns: dict[tuple[object, str], anyio.CancelScope] = {}
 
     def bind(self, cx: ConnectionTo[Any]) -> None:
         super().bind(cx)
@@ -139,15 +152,28 @@ class AgentEndpointV2(Endpoint):
     def implements(self, wire: str, name: str) -> bool:
         return name in ("initialize", "cancel") or super().implements(wire, name)
 
+    def guard(self, cx: ConnectionTo[Any]) -> _Guard:
+        guard = self.guards.get(cx)
+        if guard is None:
+            guard = self.guards[cx] = _Guard()
+        return guard
+
+    def current(self) -> ConnectionTo[Any]:
+        """The connection of the request being handled: resolved through the
+        context, right in the tasks requests run in (``self.cx`` is the last
+        one bound)."""
+        cx: ConnectionTo[Any] = self.instance.client.cx
+        return cx
+
     def install(self, builder: Builder[Any]) -> Builder[Any]:
         # The guard runs first: requests before initialize are refused and
         # notifications dropped, whatever handlers follow (§1.6).
         async def guard_requests(message: Any, responder: Responder[Any], cx: Any) -> Any:
-            self.guard.check(message.method)
+            self.guard(cx).check(message.method)
             return NOT_HANDLED
 
         async def guard_notifications(message: Any, cx: Any) -> Any:
-            if self.guard.state != "ready" and not message.method.startswith("$/"):
+            if self.guard(cx).state != "ready" and not message.method.startswith("$/"):
                 return None  # dropped
             return NOT_HANDLED
 
@@ -163,13 +189,14 @@ class AgentEndpointV2(Endpoint):
         responder: Responder[Any],
     ) -> Any:
         if name == "initialize":
-            self.guard.state = "initializing"
+            guard = self.guard(self.current())
+            guard.state = "initializing"
             try:
                 result = await super().call(name, method, request, responder)
             except BaseException:
-                self.guard.state = "uninitialized"  # a retry is allowed
+                guard.state = "uninitialized"  # a retry is allowed
                 raise
-            self.guard.state = "ready"
+            guard.state = "ready"
             return result
         if name == "prompt":
             return self._accept(request)
@@ -177,11 +204,11 @@ class AgentEndpointV2(Endpoint):
 
     def _accept(self, request: v2.PromptRequest) -> v2.PromptResponse:
         session_id = request.session_id
-        if session_id in self.turns:
+        cx = self.current()
+        if (cx, session_id) in self.turns:
             raise Error.invalid_request(f"session {session_id!r} already has an active turn")
-        scope = self.turns[session_id] = anyio.CancelScope()
-        assert self.cx is not None
-        self.cx.spawn(self._turn, request, scope)
+        scope = self.turns[cx, session_id] = anyio.CancelScope()
+        cx.spawn(self._turn, request, scope)
         return v2.PromptResponse()
 
     async def _turn(self, request: v2.PromptRequest, scope: anyio.CancelScope) -> None:
@@ -199,8 +226,9 @@ class AgentEndpointV2(Endpoint):
                     log.error("the turn of session %r failed", session_id, exc_info=exc)
                     stop_reason = "_error"
         finally:
-            if self.turns.get(session_id) is scope:
-                del self.turns[session_id]
+            for key, running in list(self.turns.items()):
+                if running is scope and key[1] == session_id:
+                    del self.turns[key]
             with anyio.CancelScope(shield=True):
                 await client.session_update(
                     session_id, v2.SessionUpdateStateUpdate(state="idle", stop_reason=stop_reason)
@@ -210,7 +238,7 @@ class AgentEndpointV2(Endpoint):
         self, name: str, method: Callable[[Any], Awaitable[Any]], notification: Any
     ) -> None:
         if name == "cancel":
-            scope = self.turns.get(notification.session_id)
+            scope = self.turns.get((self.cx, notification.session_id))
             if scope is not None:
                 scope.cancel()
         await method(notification)
@@ -285,6 +313,11 @@ class BaseClientV2(ClientMethodsV2):
     """
 
     max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        check_handler_signatures(cls, BaseClientV2, V2_CLIENT_METHODS, v2)
+
     agent: AgentConnectionV2
 
     async def session_update(self, notification: v2.UpdateSessionNotification) -> None:

@@ -416,13 +416,19 @@ def run_conductor(
         print(f"acp-fast conductor: {exc}", file=sys.stderr)
         return 2
     from .._transports import stdio
+    from ._stdio import serve_until_client_ends
+
+    async def serve() -> int | None:
+        return await serve_until_client_ends(
+            lambda: conductor.serve(stdio()), conductor.grace_period
+        )
 
     try:
-        anyio.run(conductor.serve, stdio(), backend=backend)
+        signum = anyio.run(serve, backend=backend)
     except OSError as exc:
         print(f"acp-fast conductor: cannot start a component: {exc}", file=sys.stderr)
         return 2
     except Error as exc:
         print(f"acp-fast conductor: {exc.data or exc.message}", file=sys.stderr)
         return 1
-    return 0
+    return 0 if signum is None else 128 + signum  # the shell's convention

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 from typing import Any
 
 import anyio
@@ -34,6 +35,7 @@ class ExampleAgent(acp.BaseAgent):
     def __init__(self) -> None:
         self._ids = itertools.count(1)
         self._capabilities = v1.ClientCapabilities()
+        self._cwd: dict[str, str] = {}  # session id -> its working directory
 
     async def initialize(self, request: v1.InitializeRequest) -> v1.InitializeResponse:
         if request.client_capabilities is not UNSET:
@@ -45,10 +47,17 @@ class ExampleAgent(acp.BaseAgent):
         )
 
     async def new_session(self, request: v1.NewSessionRequest) -> v1.NewSessionResponse:
-        return v1.NewSessionResponse(session_id=f"example-{next(self._ids)}")
+        if not os.path.isabs(request.cwd):
+            raise acp.Error.invalid_params({"cwd": request.cwd, "reason": "must be absolute"})
+        session = f"example-{next(self._ids)}"
+        self._cwd[session] = request.cwd
+        return v1.NewSessionResponse(session_id=session)
 
     async def prompt(self, request: v1.PromptRequest) -> v1.PromptResponse:
         session = request.session_id
+        if session not in self._cwd:
+            # Never streamed to, never answered as a turn: there is no such session.
+            raise acp.Error.invalid_params({"sessionId": session, "reason": "unknown session"})
         text = " ".join(b.text for b in request.prompt if isinstance(b, v1.ContentBlockText))
         if text.startswith("/wait"):
             for n in itertools.count(1):  # until session/cancel stops this turn
@@ -60,7 +69,8 @@ class ExampleAgent(acp.BaseAgent):
         return v1.PromptResponse(stop_reason="end_turn")
 
     async def _save_note(self, session: str, text: str) -> None:
-        path = os.path.join("notes", f"{session}.txt")
+        # The protocol's paths are absolute: the note goes under the session's cwd.
+        path = os.path.join(self._cwd[session], "notes", f"{session}.txt")
         await self.client.session_update(
             session,
             h.tool_call("note-1", f"Save the prompt to {path}", kind="edit", locations=[path]),
@@ -88,5 +98,11 @@ class ExampleAgent(acp.BaseAgent):
 
 
 def run_example_agent(backend: str = "asyncio") -> int:
-    acp.run_agent(ExampleAgent(), backend=backend)
+    """Serve the example agent on stdio; 1 when the connection failed (a
+    write that failed, say: docs/semantics.md §2.7)."""
+    try:
+        acp.run_agent(ExampleAgent(), backend=backend)
+    except acp.Error as exc:
+        print(f"acp-fast example-agent: {exc}", file=sys.stderr)
+        return 1
     return 0

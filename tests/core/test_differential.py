@@ -146,3 +146,9 @@ def _run_table(impl, ops):
 @given(operations)
 def test_request_tables_agree(ops):
     assert _run_table(C, ops) == _run_table(PY, ops)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=60) | st.text(max_size=60).map(str.encode))
+def test_tail_scanners_agree(tail):
+    assert C.scan_tail(tail) == PY.scan_tail(tail)

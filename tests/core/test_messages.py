@@ -122,3 +122,44 @@ def test_params_head_of_decoded_values(core):
 )
 def test_scan_head(core, head, expected):
     assert core.scan_head(head) == expected
+
+
+@pytest.mark.parametrize(
+    ("tail", "expected"),
+    [
+        (b'xxxx"},"id":12}', 12),
+        (b'xxxx"} , "id" : "r-1" ,"jsonrpc":"2.0" }\r', "r-1"),
+        (b'x"},"id":null,"jsonrpc":"2.0"}', None),
+        (b'xx"}}, "id": 7, "error": {"code": -1, "message": "a\\"}"}}', 7),
+        (b'x":[1,{"id":9}],"b":"}\\"{"}}', MISSING),  # only a nested id
+        (b'x","id":9}}', MISSING),  # the id of a nested object
+        (b'xx\\",\\"id\\":7"}', MISSING),  # inside a string
+        (b'x"},"id":1.5}', MISSING),
+        (b'x"},"id":true}', MISSING),
+        (b'x"},"id":' + b"1" * 30 + b"}", MISSING),
+        (b'"},"id":"\\ud800"}', MISSING),
+        (b'{"id":3}', 3),
+        (b"12}", MISSING),
+        (b"", MISSING),
+        (b"not json", MISSING),
+    ],
+)
+def test_scan_tail(core, tail, expected):
+    """docs/semantics.md §1.4: an id after the payload of an oversized line."""
+    assert core.scan_tail(tail) == expected
+
+
+def test_the_framer_keeps_the_tail_of_an_oversized_line(core):
+    line = b'{"method":"m","params":"' + b"p" * 300 + b'","id":42}'
+    for step in (1, 7, 64, len(line) + 1):
+        buffer = core.LineBuffer(max_line=100, head_size=32)
+        out = []
+        data = line + b"\n"
+        for start in range(0, len(data), step):
+            out.extend(buffer.feed(data[start : start + step]))
+        assert len(out) == 1
+        assert out[0].tail == line[-32:], step
+        assert core.scan_tail(out[0].tail) == 42
+    buffer = core.LineBuffer(max_line=100, head_size=32)
+    buffer.feed(line)
+    assert buffer.close().tail == line[-32:]

@@ -67,7 +67,8 @@ def is_eof_error(error: BaseException, method: str) -> bool:
         and acp.is_incoming_transport_closed(error)
         and error.code == -32603
         and error.message == "Incoming transport closed"
-        and error.data == {"reason": "incoming_transport_closed", "method": method}
+        and error.data["reason"] == "incoming_transport_closed"
+        and error.data["method"] == method
     )
 
 
@@ -137,6 +138,9 @@ async def test_peer_process_killed_mid_request_settles_every_pending_request():
         with anyio.fail_after(TIMEOUT), pytest.raises(acp.Error) as caught:
             await guarded
         assert is_eof_error(caught.value, "hang")
+        # How it ended (docs/semantics.md §1.3): killed, by SIGKILL.
+        assert caught.value.data["signal"] == "SIGKILL"
+        assert caught.value.data["exitStatus"] == -9
         for n in range(3):
             assert is_eof_error(results[f"awaited-{n}"], "hang")
         assert is_eof_error(results["callback"], "hang")

@@ -17,7 +17,8 @@ Decisions this corpus pins down where the reference leaves room:
   the request is answered by its id: a typed handler gets -32602 (the params
   are not echoed, since they cannot be read). Nothing is lost either way.
 * A line over the size cap is answered -32600 with ``data.reason`` =
-  ``"message_too_large"``, under the id found in its first bytes (else null).
+  ``"message_too_large"``, under the top-level id found in its first bytes or
+  in its last bytes (else null).
 * Duplicate keys: the last one wins (as msgspec and serde_json's Value do).
 * ``_meta`` never shadows a parameter: it is its own field.
 """
@@ -109,6 +110,17 @@ BIG_ID_LATE = (
     + b"z" * (CAP + 10)
     + b'"},"id":12}'
 )
+BIG_STRING_ID_LATE = (
+    b'{"method":"simple_method","params":{"message":"'
+    + b"z" * (CAP + 10)
+    + b'"} , "id" : "late" ,"jsonrpc":"2.0"}'
+)
+# Only a nested "id" after the payload: not the message's id.
+BIG_NESTED_ID = (
+    b'{"jsonrpc":"2.0","method":"m","params":{"blob":"' + b"z" * (CAP + 10) + b'","id":99}}'
+)
+# "id" inside a string that ends the payload: the quotes are escaped.
+BIG_ESCAPED_ID = b'{"jsonrpc":"2.0","method":"m","params":"' + b"z" * (CAP + 10) + b'\\","id":7"}'
 BIG_HEAD_ID = (
     b'{"id":' + b"1" * 5000 + b',"jsonrpc":"2.0","method":"m","params":"' + b"w" * CAP + b'"}'
 )
@@ -146,10 +158,11 @@ CASES: list[tuple[str, list[bytes], list[Any]]] = [
         [parse_error(b'{"jsonrpc":"2.0","id":1,"method":"m","params":[NaN]}')],
     ),
     ("nul_byte", [b"\x00"], [parse_error(b"\x00")]),
+    # A BOM is skipped only before the first line (test_a_bom_before_the_first_line...).
     (
-        "utf8_bom",
-        [b"\xef\xbb\xbf" + line_of(req(7))],
-        [parse_error(b"\xef\xbb\xbf" + line_of(req(7)))],
+        "utf8_bom_on_a_later_line",
+        [line_of(req(6)), b"\xef\xbb\xbf" + line_of(req(7))],
+        [answer(6), parse_error(b"\xef\xbb\xbf" + line_of(req(7)))],
     ),
     ("single_quotes", [b"{'jsonrpc':'2.0'}"], [parse_error(b"{'jsonrpc':'2.0'}")]),
     # -- framing --------------------------------------------------------------
@@ -412,7 +425,14 @@ CASES: list[tuple[str, list[bytes], list[Any]]] = [
     # -- over the size cap ----------------------------------------------------------------------
     ("oversized_request", [BIG_REQUEST], [too_large(11, len(BIG_REQUEST))]),
     ("oversized_notification", [BIG_NOTIFICATION], [too_large(None, len(BIG_NOTIFICATION))]),
-    ("oversized_id_after_cap", [BIG_ID_LATE], [too_large(None, len(BIG_ID_LATE))]),
+    ("oversized_id_after_payload", [BIG_ID_LATE], [too_large(12, len(BIG_ID_LATE))]),
+    (
+        "oversized_string_id_after_payload_then_jsonrpc",
+        [BIG_STRING_ID_LATE],
+        [too_large("late", len(BIG_STRING_ID_LATE))],
+    ),
+    ("oversized_nested_id_only", [BIG_NESTED_ID], [too_large(None, len(BIG_NESTED_ID))]),
+    ("oversized_escaped_quote_id", [BIG_ESCAPED_ID], [too_large(None, len(BIG_ESCAPED_ID))]),
     ("oversized_batch", [b"[" + BIG_REQUEST + b"]"], [too_large(None, len(BIG_REQUEST) + 2)]),
     ("oversized_not_json", [b"x" * (CAP + 1)], [too_large(None, CAP + 1)]),
     ("oversized_huge_int_id", [BIG_HEAD_ID], [too_large(None, len(BIG_HEAD_ID))]),
@@ -622,6 +642,17 @@ RESPONSE_CASES: list[tuple[str, Any, list[Any], Any]] = [
         ),
     ),
     (
+        "oversized_result_id_after_payload",
+        lambda n: b'{"jsonrpc":"2.0","result":"' + b"r" * (CAP + 1) + b'","id":%d}' % n,
+        [],
+        (
+            "error",
+            -32603,
+            "Internal error",
+            {"reason": "message_too_large", "size": "SIZE", "limit": CAP, "method": "m"},
+        ),
+    ),
+    (
         "oversized_error",
         lambda n: line_of(
             {"jsonrpc": "2.0", "id": n, "error": {"code": 1, "message": "e" * (CAP + 1)}}
@@ -703,3 +734,44 @@ async def test_malformed_answer_to_our_request(make_line, replies, outcome, with
         with anyio.fail_after(TIMEOUT):
             assert await later == "later"
         assert cx._table.outgoing_count == 0
+
+
+BOM = b"\xef\xbb\xbf"
+
+
+@pytest.mark.parametrize("step", [1, 2, 3, 1000])
+async def test_a_bom_before_the_first_line_is_skipped(step: int):
+    """docs/semantics.md §1.4, whatever the reads the BOM is split across."""
+    data = BOM + line_of(req(7, "first")) + b"\n"
+    async with serving(server()) as peer:
+        for start in range(0, len(data), step):
+            peer.channel.write(data[start : start + step])
+        with anyio.fail_after(TIMEOUT):
+            assert await peer.receive() == answer(7, "first")
+        assert await replies_until_answer(peer, "alive") == []
+
+
+async def test_a_lone_bom_prefix_at_eof_is_a_parse_error():
+    async with serving(server()) as peer:
+        peer.channel.write(BOM[:2])
+        await peer.close_output()
+        with anyio.fail_after(TIMEOUT):
+            assert await peer.receive() == parse_error(BOM[:2])
+        await peer.receive_eof()
+
+
+async def test_repeated_warnings_are_rate_limited(caplog):
+    """10,000 answers to ids never sent and 10,000 malformed cancels: a few
+    log lines, not one per message (docs/semantics.md §1.4)."""
+    unknown = b"".join(
+        line_of({"jsonrpc": "2.0", "id": 100_000 + n, "result": None}) + b"\n"
+        for n in range(10_000)
+    )
+    cancels = line_of(notification("$/cancel_request", {"requestId": True})) + b"\n"
+    async with serving(server()) as peer:
+        peer.channel.write(unknown + cancels * 10_000)
+        assert await replies_until_answer(peer, "after-flood") == []
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) <= 2 * (10 + 4), len(warnings)
+    assert any("(10000 times so far)" in w and "unknown id" in w for w in warnings)
+    assert any("(10000 times so far)" in w and "$/cancel_request" in w for w in warnings)

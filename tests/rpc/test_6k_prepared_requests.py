@@ -450,3 +450,65 @@ async def test_unit_cancel_never_raises_once_the_connection_is_gone():
     handle.cancel()
     with pytest.raises(acp.Error, match="never received"):
         await sent
+
+
+# --- PreparedRequest.cancel() and cancellation after detach (docs/cancellation.md) ---
+
+
+async def test_prepared_cancel_before_publication_is_a_no_op_not_remembered():
+    async with facing_raw_peer() as (cx, peer, log):
+        prepared = cx.prepare_request(prepared_message())
+        prepared.cancel()  # nothing on the wire, and not remembered
+        sent = prepared.block_task()
+        request = await log.next()
+        assert request["method"] == "prepared"
+        assert await log.until_mark(cx, "no-cancel") == []
+        respond(peer, request["id"], OK)
+        with anyio.fail_after(TIMEOUT):
+            assert await sent == OK
+        assert log.cancels() == []
+
+
+async def test_prepared_cancel_after_publication_sends_one_cancel():
+    async with facing_raw_peer() as (cx, peer, log):
+        prepared = cx.prepare_request(prepared_message())
+        sent = prepared.block_task()
+        request = await log.next()
+        prepared.cancel()
+        prepared.cancel()
+        sent.cancel()
+        seen = await log.until_mark(cx, "one-cancel")
+        assert [m for m in seen if m.get("method") == "$/cancel_request"] == [
+            {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": request["id"]}}
+        ]
+        respond(peer, request["id"], OK)
+        with anyio.fail_after(TIMEOUT):
+            assert await sent == OK
+
+
+async def test_prepared_cancel_after_detach_sends_nothing():
+    async with facing_raw_peer() as (cx, peer, log):
+        prepared = cx.prepare_request(prepared_message())
+        prepared.detach()
+        request = await log.next()
+        prepared.cancel()
+        assert await log.until_mark(cx, "detached") == []
+        respond(peer, request["id"], OK)
+        assert log.cancels() == []
+
+
+async def test_a_cancellation_handle_taken_after_detach_still_cancels():
+    """docs/cancellation.md: detach disarms the handle, not the explicit
+    cancellation handles, whenever they were taken."""
+    async with facing_raw_peer() as (cx, peer, log):
+        sent = cx.send_request(prepared_message())
+        sent.detach()
+        handle = sent.cancellation_handle()
+        request = await log.next()
+        sent.cancel()  # the detached handle itself: nothing
+        assert await log.until_mark(cx, "before") == []
+        handle.cancel()
+        seen = await log.until_mark(cx, "after")
+        assert [m for m in seen if is_cancel(m, request["id"])] == seen
+        assert len(seen) == 1
+        respond(peer, request["id"], OK)

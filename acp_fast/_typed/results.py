@@ -1,0 +1,48 @@
+"""What a class-based handler returned, checked against its response type.
+
+A handler that returns the wrong thing (``None`` from ``prompt``, a dict
+missing a required field) must not reach the peer as a result that fails
+there: the peer would see a confusing error far from the cause. The
+answering side checks, logs the handler by name, and answers -32603 with a
+message that says what was wrong (docs/semantics.md §1.3).
+"""
+
+from __future__ import annotations
+
+import logging
+from types import ModuleType
+from typing import Any
+
+import msgspec
+
+from .._async.messages import decode_value
+from .._errors import Error
+
+__all__ = ("checked_result",)
+
+log = logging.getLogger("acp_fast")
+
+
+def checked_result(schema: ModuleType, owner: str, name: str, request: Any, result: Any) -> Any:
+    """``result`` to answer ``request`` with, or the ``Error`` to answer
+    instead when it does not fit the method's response type. ``owner.name``
+    is the handler, for the log and the message."""
+    method = getattr(request, "METHOD", None)
+    info = schema.METHODS.get(method) if method is not None else None
+    response_type = None if info is None else info.response
+    if response_type is None or not isinstance(response_type, type):
+        return {} if result is None else result
+    if isinstance(result, response_type):
+        return result
+    try:
+        decode_value(response_type, result)
+    except (msgspec.ValidationError, msgspec.DecodeError, TypeError) as exc:
+        message = (
+            f"{owner}.{name} returned {type(result).__name__}, which is not a valid "
+            f"{response_type.__name__}: {exc}"
+        )
+        log.error("%s", message)
+        return Error.internal_error(
+            {"reason": "invalid_result", "method": method, "details": message[:1000]}
+        )
+    return {} if result is None else result

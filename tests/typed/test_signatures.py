@@ -1,0 +1,72 @@
+"""Handler signatures are checked when a subclass is defined: a method the
+SDK would call with the wrong binding raises TypeError at once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import acp_fast as acp
+from acp_fast.schema import v1
+
+
+def test_the_official_sdk_keyword_style_is_refused_with_a_pointer():
+    with pytest.raises(TypeError) as caught:
+
+        class Pasted(acp.BaseAgent):
+            async def new_session(self, cwd, mcp_servers=None, **kw):  # type: ignore[no-untyped-def]
+                return None
+
+    message = str(caught.value)
+    assert "Pasted.new_session(self, cwd, mcp_servers=None, **kw)" in message
+    assert "(handles `session/new`)" in message
+    assert "async def new_session(self, request: v1.NewSessionRequest)" in message
+    assert "docs/migration.md" in message
+    assert "keyword style" in message
+
+
+@pytest.mark.parametrize(
+    ("source", "problem"),
+    [
+        ("async def prompt(self): ...", "fewer than 1"),
+        ("async def prompt(self, request, extra): ...", "more than 1"),
+        ("async def prompt(self, request, *, flag): ...", "keyword arguments"),
+        ("async def prompt(self, request, **kwargs): ...", r"\*\*kwargs"),
+        ("async def ext_method(self, method): ...", "fewer than 2"),
+    ],
+)
+def test_other_wrong_signatures_are_refused(source: str, problem: str):
+    namespace: dict[str, Any] = {}
+    exec(source, namespace)
+    function = next(v for k, v in namespace.items() if not k.startswith("__"))
+    with pytest.raises(TypeError, match=problem):
+        type("Wrong", (acp.BaseAgent,), {function.__name__: function})
+
+
+def test_client_and_v2_bases_are_checked_too():
+    async def session_update(self: Any, session_id: str, update: Any) -> None: ...
+
+    with pytest.raises(TypeError, match="session_update"):
+        type("WrongClient", (acp.BaseClient,), {"session_update": session_update})
+    with pytest.raises(TypeError, match="BaseAgentV2"):
+        type("WrongV2", (acp.BaseAgentV2,), {"new_session": session_update})
+
+
+def test_right_signatures_and_generic_wrappers_are_accepted():
+    class Right(acp.BaseAgent):
+        async def new_session(self, request: v1.NewSessionRequest) -> v1.NewSessionResponse:
+            return v1.NewSessionResponse(session_id="s")
+
+        async def prompt(self, req: v1.PromptRequest, /) -> v1.PromptResponse:
+            return v1.PromptResponse(stop_reason="end_turn")
+
+        async def cancel(self, *args: Any, **kwargs: Any) -> None: ...
+
+        async def ext_method(self, method: str, params: Any) -> Any:
+            return None
+
+        def helper(self, a: int, b: int, **kw: Any) -> int:  # not a handler
+            return a + b
+
+    assert Right().helper(1, 2) == 3
