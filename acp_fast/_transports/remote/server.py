@@ -127,6 +127,7 @@ class _Connection:
 
     def close(self) -> None:
         """End the client's side: the agent reads EOF, then is stopped."""
+        self.server.connections.pop(self.id, None)  # unknown from now on
         self.channel.end_input()
         self.closing.set()
 

@@ -97,12 +97,14 @@ class WebSocketTransport(Transport):
             else:
                 stream = await anyio.connect_tcp(host, port)
             try:
-                netloc = parts.netloc.rpartition("@")[2]
-                request = events.Request(
-                    host=netloc,
-                    target=target,
-                    extra_headers=[(k.encode(), v.encode()) for k, v in self.headers.items()],
-                )
+                host_header = parts.netloc.rpartition("@")[2]
+                extra = []
+                for name, value in self.headers.items():
+                    if name.lower() == "host":
+                        host_header = value  # given explicitly: replaces the URL's
+                    else:
+                        extra.append((name.encode(), value.encode()))
+                request = events.Request(host=host_header, target=target, extra_headers=extra)
                 await stream.send(ws.send(request))
                 self.connection_id = await _handshake(ws, stream)
             except BaseException:
