@@ -5,6 +5,7 @@
 ``acp-fast example-proxy``   run the bundled example proxy on stdio (under a conductor)
 ``acp-fast conductor``       serve a chain of proxies in front of an agent on stdio
 ``acp-fast bench``           throughput table: acp_fast (both cores) beside the official SDK
+``acp-fast serve``           serve an agent to remote clients over HTTP and WebSocket
 ``acp-fast codegen``         regenerate the typed bindings (a source checkout only)
 """
 
@@ -58,10 +59,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     add_arguments(bench)
 
+    from ._serve_cli import add_serve_command
+
+    add_serve_command(commands)
+
     codegen = commands.add_parser("codegen", help="regenerate acp_fast/schema from schema/")
     codegen.add_argument("args", nargs=argparse.REMAINDER)
 
     args = parser.parse_args(argv)
+    if args.command == "serve":
+        return int(args.run(args))
     if args.command == "demo":
         from .examples.demo import run_demo
 

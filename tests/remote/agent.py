@@ -98,3 +98,7 @@ class RecordingClient(acp.BaseClient):
             finally:
                 self.hang_cancelled.set()
         raise acp.Error.method_not_found(method)
+
+
+if __name__ == "__main__":  # the same agent on stdio, for the bridge tests
+    anyio.run(acp.serve_agent, RemoteTestAgent())
