@@ -1,55 +1,20 @@
-"""A real uvicorn server on loopback, in a thread of its own, for each test.
+"""``serve_app(app)``: a real uvicorn server on loopback for each test.
 
-``serve_app(app)`` starts uvicorn on 127.0.0.1 (an ephemeral port) with the
-given ASGI app and returns its base URL (``http://127.0.0.1:PORT``); the
-server is stopped when the test ends. The test's own event loop (asyncio or
-trio) runs the clients, so every byte crosses a real socket.
+It starts ``tests.remote.server.RunningServer`` with the given ASGI app (an
+``AcpApp`` of the test agent with these options by default) and returns its
+base URL (``http://127.0.0.1:PORT``); the server stops when the test ends.
 """
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-import uvicorn
 
 from acp_fast.http import AcpApp
 from tests.remote.agent import RemoteTestAgent
-
-
-class RunningServer:
-    def __init__(self, app: Any) -> None:
-        self.app = app
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        config = uvicorn.Config(
-            app, ws="wsproto", log_level="warning", lifespan="on", timeout_graceful_shutdown=3
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(
-            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
-        )
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.01)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(10)
-        self.sock.close()
+from tests.remote.server import RunningServer
 
 
 @pytest.fixture
