@@ -191,3 +191,17 @@ async def test_a_refused_handshake_is_a_clear_error(serve_app: Any, kind: str) -
             RecordingClient(), transport_for(kind, base, headers=headers)
         ) as agent:
             await agent.initialize()
+
+
+async def test_mounted_in_starlette(serve_app: Any, kind: str) -> None:
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    base = serve_app(Starlette(routes=[Mount("/agent", app=AcpApp(RemoteTestAgent))]))
+    client = RecordingClient()
+    with anyio.fail_after(TIMEOUT):
+        async with acp.connect_to_agent(client, transport_for(kind, base + "/agent")) as agent:
+            await agent.initialize()
+            session = await agent.new_session(cwd="/")
+            await agent.prompt(session.session_id, "many 5")
+            assert client.updates == [f"{n} " for n in range(5)]

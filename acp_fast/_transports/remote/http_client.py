@@ -314,8 +314,8 @@ class _HttpLink:
         self.fail(f"the {what} stream ended")
 
     def _note_incoming(self, event: bytes, session: str | None) -> None:
-        if not self.creating and session is None:
-            return
+        if (not self.creating and session is None) or b'"id"' not in event:
+            return  # nothing to note: most events are notifications
         value = decode(event)
         if not isinstance(value, dict) or "id" not in value:
             return
