@@ -354,6 +354,15 @@ async def _first_of(*waits: Callable[[], Awaitable[object]]) -> None:
             group.start_soon(run, wait)
 
 
+def _agent_component(agent_command: str) -> Component:
+    """A command line, or the URL of an agent served remotely (docs/remote.md)."""
+    from .._transports.remote.urls import is_remote_url, transport_for_url
+
+    if is_remote_url(agent_command):
+        return transport_for_url(agent_command)
+    return shlex.split(agent_command)
+
+
 def run_conductor(
     proxy_commands: Sequence[str], agent_command: str, *, backend: str = "asyncio"
 ) -> int:
@@ -363,7 +372,7 @@ def run_conductor(
     try:
         conductor = Conductor(
             proxies=[shlex.split(command) for command in proxy_commands],
-            agent=shlex.split(agent_command),
+            agent=_agent_component(agent_command),
         )
     except (TypeError, ValueError) as exc:
         print(f"acp-fast conductor: {exc}", file=sys.stderr)

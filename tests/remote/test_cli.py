@@ -79,3 +79,17 @@ async def test_serve(served: str, kind: str) -> None:
             with pytest.raises(acp.Error) as caught:
                 await slow
             assert caught.value.code == acp.ErrorCode.REQUEST_CANCELLED
+
+
+@pytest.mark.parametrize("kind", ["http", "ws"])
+async def test_conductor_reaches_a_remote_agent(serve_app: Any, kind: str) -> None:
+    base = serve_app()
+    url = base + "/acp" if kind == "http" else base.replace("http://", "ws://") + "/acp"
+    conductor = acp.Subprocess([sys.executable, "-m", "acp_fast", "conductor", "--agent", url])
+    client = RecordingClient()
+    with anyio.fail_after(20):
+        async with acp.connect_to_agent(client, conductor) as agent:
+            await agent.initialize()
+            session = await agent.new_session(cwd="/")
+            await agent.prompt(session.session_id, "many 5")
+            assert client.updates == [f"{n} " for n in range(5)]
