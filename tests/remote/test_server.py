@@ -282,3 +282,20 @@ async def test_websocket_defences(serve_app: Any) -> None:
         async with acp.connect_to_agent(RecordingClient(), transport) as agent:
             await agent.initialize()
             assert transport.connection_id is not None and len(transport.connection_id) >= 22
+
+
+def test_session_streams_are_bounded(serve_app: Any, http: httpx.Client) -> None:
+    base = serve_app(max_session_streams=2)
+    cid = initialize(http, base)
+    headers = {"acp-connection-id": cid, "accept": "text/event-stream"}
+
+    def open_stream(session: str) -> Any:
+        return http.stream("GET", base + "/acp", headers={**headers, "acp-session-id": session})
+
+    with open_stream("a") as a, open_stream("b") as b:
+        assert (a.status_code, b.status_code) == (200, 200)
+        with open_stream("c") as c:
+            assert c.status_code == 429
+    # Streams closed with nothing in them are forgotten: room again.
+    with open_stream("e") as e:
+        assert e.status_code == 200

@@ -69,6 +69,8 @@ class ServerOptions:
     max_message_bytes: int = 16 * 1024 * 1024
     # Per SSE stream / socket: what the agent may send ahead of the reader.
     max_buffered_bytes: int = 1024 * 1024
+    # Session streams a client may open on one connection.
+    max_session_streams: int = 256
     # An HTTP connection nobody used for this long is closed.
     idle_timeout: float = 300.0
     keepalive_interval: float = 15.0
@@ -527,6 +529,9 @@ class RemoteServer:
             raise _Refused(406, "Accept must include text/event-stream")
         conn = self._connection(scope, headers)
         session = headers.get(SESSION_HEADER)
+        sessions = len(conn.streams) - (None in conn.streams)
+        if session not in conn.streams and sessions >= self.options.max_session_streams:
+            raise _Refused(429, "too many session streams")
         mailbox = conn.stream(session)
         if mailbox.subscribed:
             raise _Refused(409, "outbound stream already has a subscriber")
@@ -558,6 +563,10 @@ class RemoteServer:
         finally:
             mailbox.subscribed = False
             conn.touch()
+            if session is not None and not mailbox.items and not mailbox.ended:
+                # Nothing waits in it: forget it (a later message recreates it),
+                # so streams opened for made-up sessions cost nothing.
+                conn.streams.pop(session, None)
         try:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:
