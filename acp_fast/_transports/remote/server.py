@@ -27,7 +27,7 @@ import orjson
 
 from ..._io.backend import Backend, Waiter, current_backend
 from ..base import Transport
-from .channel import MessageChannel, spawn_free_standing
+from .channel import MessageChannel, MessageSink, spawn_free_standing
 from .streams import Mailbox
 from .wire import (
     CONNECTION_HEADER,
@@ -98,7 +98,13 @@ class _ServedTransport(Transport):
 class _Connection:
     """One client's connection: its agent, its streams, its routing state."""
 
-    def __init__(self, server: RemoteServer, backend: Backend, owner: tuple[str, str]) -> None:
+    def __init__(
+        self,
+        server: RemoteServer,
+        backend: Backend,
+        owner: tuple[str, str],
+        sink: MessageSink | None = None,
+    ) -> None:
         self.id = secrets.token_urlsafe(24)  # 192 random bits
         self.owner = owner
         self.server = server
@@ -112,7 +118,8 @@ class _Connection:
         self.closing = anyio.Event()
         self.finished = anyio.Event()
         self.scope = anyio.CancelScope()
-        self.channel = MessageChannel(backend, _Router(self))
+        # Over HTTP the output is sorted into SSE streams; a socket has one.
+        self.channel = MessageChannel(backend, sink if sink is not None else _Router(self))
 
     def stream(self, session: str | None) -> Mailbox:
         mailbox = self.streams.get(session)
@@ -600,8 +607,7 @@ class RemoteServer:
             return
         backend = current_backend()
         mailbox = Mailbox(backend, self.options.max_buffered_bytes)
-        conn = _Connection(self, backend, self._owner(scope, headers))
-        conn.channel = MessageChannel(backend, _SocketSink(mailbox))
+        conn = _Connection(self, backend, self._owner(scope, headers), _SocketSink(mailbox))
         await send(
             {
                 "type": "websocket.accept",
