@@ -102,37 +102,41 @@ class SseParser:
 
     def __init__(self, max_event: int = 64 * 1024 * 1024) -> None:
         self._buffer = b""
-        self._data: list[bytes] = []
-        self._size = 0
         self._max_event = max_event
 
     def feed(self, chunk: bytes) -> list[bytes]:
-        events: list[bytes] = []
         buffer = self._buffer + chunk if self._buffer else chunk
-        start = 0
-        while True:
-            end = buffer.find(b"\n", start)
-            if end < 0:
-                break
-            line = buffer[start:end]
-            start = end + 1
-            if line.endswith(b"\r"):
-                line = line[:-1]
-            if not line:
-                if self._data:
-                    events.append(b"\n".join(self._data))
-                self._data, self._size = [], 0
-                continue
-            if line.startswith(b"data:"):
-                value = line[5:]
-                if value.startswith(b" "):
-                    value = value[1:]
-                self._size += len(value)
-                if self._size > self._max_event:
-                    raise ValueError(f"an event exceeds {self._max_event} bytes")
-                self._data.append(value)
-            # Other fields and comments carry nothing ACP needs.
-        self._buffer = buffer[start:]
+        if b"\r" in buffer:
+            # A CR at the very end may be the first half of a CRLF.
+            held = buffer.endswith(b"\r")
+            if held:
+                buffer = buffer[:-1]
+            buffer = buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            if held:
+                buffer += b"\r"
+        blocks = buffer.split(b"\n\n")
+        self._buffer = blocks.pop()  # the event still arriving
         if len(self._buffer) > self._max_event:
             raise ValueError(f"an event exceeds {self._max_event} bytes")
+        events: list[bytes] = []
+        for block in blocks:
+            if block.startswith(b"data: ") and b"\n" not in block:
+                data = block[6:]  # the usual event: one data line
+            else:
+                data = self._parse(block)
+                if data is None:
+                    continue
+            if len(data) > self._max_event:
+                raise ValueError(f"an event exceeds {self._max_event} bytes")
+            events.append(data)
         return events
+
+    @staticmethod
+    def _parse(block: bytes) -> bytes | None:
+        lines = []
+        for line in block.split(b"\n"):
+            if line.startswith(b"data:"):
+                value = line[5:]
+                lines.append(value[1:] if value.startswith(b" ") else value)
+            # Other fields and comments carry nothing ACP needs.
+        return b"\n".join(lines) if lines else None
