@@ -13,6 +13,7 @@ Closing the connection sends DELETE. docs/remote.md has the details.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,8 @@ from .wire import (
 )
 
 if TYPE_CHECKING:
+    import ssl
+
     import httpx
 
 __all__ = ("HttpTransport",)
@@ -82,11 +85,14 @@ class HttpTransport(Transport):
         client = self.client
         own_client = client is None
         if client is None:
+            verify = self.verify
+            if verify is True:
+                verify = _default_tls_context()
             client = httpx.AsyncClient(
                 headers=self.headers,
                 cookies=self.cookies,
                 timeout=self.timeout,
-                verify=self.verify,
+                verify=verify,
             )
         else:
             client.headers.update(self.headers)
@@ -329,6 +335,15 @@ class _HttpLink:
                     self._group.start_soon(self._read_stream, created, established)
         elif session is not None:
             self.session_of_request[key] = session
+
+
+@functools.cache
+def _default_tls_context() -> ssl.SSLContext:
+    """The system's trust, loaded once: httpx would load it for every client
+    (tens of milliseconds each), which dominates opening many connections."""
+    import ssl
+
+    return ssl.create_default_context()
 
 
 def _seconds(timeout: Any) -> float:

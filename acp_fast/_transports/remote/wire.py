@@ -120,12 +120,13 @@ class SseParser:
             raise ValueError(f"an event exceeds {self._max_event} bytes")
         events: list[bytes] = []
         for block in blocks:
+            data: bytes | None
             if block.startswith(b"data: ") and b"\n" not in block:
                 data = block[6:]  # the usual event: one data line
             else:
                 data = self._parse(block)
-                if data is None:
-                    continue
+            if data is None:
+                continue
             if len(data) > self._max_event:
                 raise ValueError(f"an event exceeds {self._max_event} bytes")
             events.append(data)
