@@ -299,3 +299,23 @@ def test_session_streams_are_bounded(serve_app: Any, http: httpx.Client) -> None
     # Streams closed with nothing in them are forgotten: room again.
     with open_stream("e") as e:
         assert e.status_code == 200
+
+
+@pytest.mark.anyio
+async def test_an_oversized_websocket_message_closes_the_socket(serve_app: Any) -> None:
+    base = serve_app(max_message_bytes=1000)
+    url = base.replace("http://", "ws://") + "/acp"
+    errors: list[acp.Error] = []
+    with anyio.fail_after(10):
+        try:
+            async with acp.connect_to_agent(
+                RecordingClient(), acp.WebSocketTransport(url)
+            ) as agent:
+                await agent.initialize()
+                try:
+                    await agent.send_request(acp.UntypedMessage("_t/echo", {"x": "y" * 2000}))
+                except acp.Error as err:
+                    errors.append(err)
+        except acp.Error as err:
+            errors.append(err)
+    assert errors and all(err.code == acp.ErrorCode.INTERNAL_ERROR for err in errors)
