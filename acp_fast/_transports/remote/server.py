@@ -15,19 +15,34 @@ from __future__ import annotations
 import hmac
 import logging
 import math
-import secrets
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
 import orjson
 
-from ..._io.backend import Backend, Waiter, current_backend
+from ..._io.backend import current_backend
 from ..base import Transport
-from .channel import MessageChannel, MessageSink, spawn_free_standing
+from .asgi import (
+    Receive,
+    Refused,
+    Scope,
+    Send,
+    cancel_on_disconnect,
+    encode_headers,
+    headers_of,
+    refuse_websocket,
+    respond,
+)
+from .channel import spawn_free_standing
+from .connection import (
+    LOCAL_HOSTS,
+    Connection,
+    ServedTransport,
+    ServerOptions,
+    SocketSink,
+)
 from .streams import Mailbox
 from .wire import (
     CONNECTION_HEADER,
@@ -35,177 +50,14 @@ from .wire import (
     SESSION_METHODS,
     decode,
     id_key,
-    is_response,
     message_session,
-    sse_event,
 )
 
-__all__ = ("RemoteServer", "ServeConnection", "ServerOptions")
+__all__ = ("LOCAL_HOSTS", "RemoteServer", "ServeConnection", "ServerOptions")
 
 log = logging.getLogger("acp_fast.http")
 
 ServeConnection = Callable[[Transport], Awaitable[None]]
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-
-LOCAL_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
-
-
-@dataclass
-class ServerOptions:
-    """What ``AcpApp`` accepts and how long it keeps things (docs/remote.md)."""
-
-    path: str = "/acp"
-    health_path: str | None = "/health"
-    # Host header names (with or without port) accepted; "*" accepts any.
-    allowed_hosts: Sequence[str] = LOCAL_HOSTS
-    # Origin header values accepted (requests without Origin always are).
-    allowed_origins: Sequence[str] = ()
-    # Origins granted CORS (they are allowed origins too); none by default.
-    cors_origins: Sequence[str] = ()
-    # Required ``Authorization: Bearer <token>``, when set.
-    token: str | None = None
-    max_message_bytes: int = 16 * 1024 * 1024
-    # Per SSE stream / socket: what the agent may send ahead of the reader.
-    max_buffered_bytes: int = 1024 * 1024
-    # Session streams a client may open on one connection.
-    max_session_streams: int = 256
-    # An HTTP connection nobody used for this long is closed.
-    idle_timeout: float = 300.0
-    keepalive_interval: float = 15.0
-    # After DELETE (or a socket's close) the agent gets this long to finish.
-    close_grace: float = 2.0
-
-
-class _ServedTransport(Transport):
-    """The transport an agent is served on: a channel the server already made."""
-
-    def __init__(self, channel: MessageChannel) -> None:
-        self.channel = channel
-
-    @asynccontextmanager
-    async def _open(self, backend: Backend) -> Any:
-        try:
-            yield self.channel
-        finally:
-            await self.channel.aclose()
-
-    def __repr__(self) -> str:
-        return "RemoteTransport()"
-
-
-class _Connection:
-    """One client's connection: its agent, its streams, its routing state."""
-
-    def __init__(
-        self,
-        server: RemoteServer,
-        backend: Backend,
-        owner: tuple[str, str],
-        sink: MessageSink | None = None,
-    ) -> None:
-        self.id = secrets.token_urlsafe(24)  # 192 random bits
-        self.owner = owner
-        self.server = server
-        self.backend = backend
-        self.streams: dict[str | None, Mailbox] = {}
-        self.routes: dict[tuple[str, Any], str | None] = {}
-        self.init_id: tuple[str, Any] | None = None
-        self.init_reply: bytes | None = None
-        self.init_waiter: Waiter | None = None
-        self.last_active = time.monotonic()
-        self.closing = anyio.Event()
-        self.finished = anyio.Event()
-        self.scope = anyio.CancelScope()
-        # Over HTTP the output is sorted into SSE streams; a socket has one.
-        self.channel = MessageChannel(backend, sink if sink is not None else _Router(self))
-
-    def stream(self, session: str | None) -> Mailbox:
-        mailbox = self.streams.get(session)
-        if mailbox is None:
-            mailbox = self.streams[session] = Mailbox(
-                self.backend, self.server.options.max_buffered_bytes
-            )
-            if self.channel.input_ended and self.finished.is_set():
-                mailbox.end()
-        return mailbox
-
-    def touch(self) -> None:
-        self.last_active = time.monotonic()
-
-    def close(self) -> None:
-        """End the client's side: the agent reads EOF, then is stopped."""
-        self.server.connections.pop(self.id, None)  # unknown from now on
-        self.channel.end_input()
-        self.closing.set()
-
-    def settle_init(self, reply: bytes | None) -> None:
-        self.init_reply = reply
-        self.init_id = None
-        waiter, self.init_waiter = self.init_waiter, None
-        if waiter is not None:
-            waiter.set()
-
-
-class _Router:
-    """Sorts an HTTP connection's output into its SSE streams."""
-
-    def __init__(self, connection: _Connection) -> None:
-        self.connection = connection
-        self._blocked: Mailbox | None = None
-
-    def offer(self, message: bytes) -> bool:
-        conn = self.connection
-        value = decode(message)
-        if is_response(value):
-            key = id_key(value["id"])
-            if key == conn.init_id:
-                conn.settle_init(message)
-                return True
-            route = conn.routes.pop(key, None)
-        else:
-            route = message_session(value)
-        mailbox = conn.stream(route)
-        if not mailbox.push(sse_event(message)):
-            if is_response(value):
-                conn.routes[id_key(value["id"])] = route  # offered again later
-            self._blocked = mailbox
-            return False
-        return True
-
-    async def room(self) -> None:
-        blocked, self._blocked = self._blocked, None
-        if blocked is not None:
-            await blocked.room()
-
-    def end(self) -> None:
-        for mailbox in self.connection.streams.values():
-            mailbox.end()
-
-
-class _SocketSink:
-    """A WebSocket connection's output: one mailbox, one frame per message."""
-
-    def __init__(self, mailbox: Mailbox) -> None:
-        self.mailbox = mailbox
-
-    def offer(self, message: bytes) -> bool:
-        return self.mailbox.push(message)
-
-    async def room(self) -> None:
-        await self.mailbox.room()
-
-    def end(self) -> None:
-        self.mailbox.end()
-
-
-class _Refused(Exception):
-    def __init__(self, status: int, text: str = "", headers: Iterable[tuple[str, str]] = ()):
-        super().__init__(text)
-        self.status = status
-        self.text = text
-        self.headers = list(headers)
 
 
 class RemoteServer:
@@ -214,7 +66,7 @@ class RemoteServer:
     def __init__(self, serve: ServeConnection, options: ServerOptions | None = None) -> None:
         self.serve = serve
         self.options = options or ServerOptions()
-        self.connections: dict[str, _Connection] = {}
+        self.connections: dict[str, Connection] = {}
         if self.options.token is not None and not self.options.token:
             raise ValueError("token must not be empty")
 
@@ -262,10 +114,10 @@ class RemoteServer:
         if "*" not in allowed:
             host = headers.get("host", "")
             if host not in allowed and _hostname(host) not in allowed:
-                raise _Refused(421, "Host not allowed")
+                raise Refused(421, "Host not allowed")
         origin = headers.get("origin")
         if origin is not None and not self._origin_allowed(origin):
-            raise _Refused(403, "Origin not allowed")
+            raise Refused(403, "Origin not allowed")
 
     def _origin_allowed(self, origin: str) -> bool:
         options = self.options
@@ -283,20 +135,20 @@ class RemoteServer:
         if scheme.lower() != "bearer" or not hmac.compare_digest(
             value.strip().encode(), token.encode()
         ):
-            raise _Refused(401, "Unauthorized", [("www-authenticate", "Bearer")])
+            raise Refused(401, "Unauthorized", [("www-authenticate", "Bearer")])
 
     def _owner(self, scope: Scope, headers: dict[str, str]) -> tuple[str, str]:
         client = scope.get("client") or ("", 0)
         return (str(client[0]), headers.get("authorization", ""))
 
-    def _connection(self, scope: Scope, headers: dict[str, str]) -> _Connection:
+    def _connection(self, scope: Scope, headers: dict[str, str]) -> Connection:
         connection_id = headers.get(CONNECTION_HEADER)
         if connection_id is None:
-            raise _Refused(400, "Acp-Connection-Id header required")
+            raise Refused(400, "Acp-Connection-Id header required")
         conn = self.connections.get(connection_id)
         # Someone else's connection is as unknown as a made-up id.
         if conn is None or not _same_owner(conn.owner, self._owner(scope, headers)):
-            raise _Refused(404)
+            raise Refused(404)
         return conn
 
     def _cors_headers(self, headers: dict[str, str]) -> list[tuple[str, str]]:
@@ -312,7 +164,7 @@ class RemoteServer:
     # -- HTTP -----------------------------------------------------------------
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = _headers(scope)
+        headers = headers_of(scope)
         method = scope["method"]
         path = self._relative_path(scope)
         cors: list[tuple[str, str]] = []
@@ -322,11 +174,11 @@ class RemoteServer:
             options = self.options
             if options.health_path is not None and path == options.health_path:
                 if method not in ("GET", "HEAD"):
-                    raise _Refused(405, headers=[("allow", "GET, HEAD")])
-                await _respond(send, 200, b"ok", [("content-type", "text/plain"), *cors])
+                    raise Refused(405, headers=[("allow", "GET, HEAD")])
+                await respond(send, 200, b"ok", [("content-type", "text/plain"), *cors])
                 return
             if path != options.path:
-                raise _Refused(404)
+                raise Refused(404)
             if method == "OPTIONS":
                 await self._preflight(send, headers, cors)
                 return
@@ -335,24 +187,24 @@ class RemoteServer:
                 await self._post(scope, receive, send, headers, cors)
             elif method == "GET":
                 if headers.get("upgrade", "").lower() == "websocket":
-                    raise _Refused(426, "WebSocket upgrade not supported by this server")
+                    raise Refused(426, "WebSocket upgrade not supported by this server")
                 await self._get(scope, receive, send, headers, cors)
             elif method == "DELETE":
                 conn = self._connection(scope, headers)
                 conn.close()
-                await _respond(send, 202, b"", cors)
+                await respond(send, 202, b"", cors)
             else:
-                raise _Refused(405, headers=[("allow", "GET, POST, DELETE, OPTIONS")])
-        except _Refused as refused:
+                raise Refused(405, headers=[("allow", "GET, POST, DELETE, OPTIONS")])
+        except Refused as refused:
             body = refused.text.encode()
             extra = [("content-type", "text/plain")] if body else []
-            await _respond(send, refused.status, body, [*refused.headers, *extra, *cors])
+            await respond(send, refused.status, body, [*refused.headers, *extra, *cors])
 
     async def _preflight(
         self, send: Send, headers: dict[str, str], cors: list[tuple[str, str]]
     ) -> None:
         if not cors:
-            raise _Refused(403, "CORS not allowed")
+            raise Refused(403, "CORS not allowed")
         allowed = [
             ("access-control-allow-methods", "GET, POST, DELETE, OPTIONS"),
             (
@@ -361,23 +213,23 @@ class RemoteServer:
             ),
             ("access-control-max-age", "600"),
         ]
-        await _respond(send, 204, b"", [*cors, *allowed])
+        await respond(send, 204, b"", [*cors, *allowed])
 
     async def _read_body(self, receive: Receive, headers: dict[str, str]) -> bytes:
         limit = self.options.max_message_bytes
         length = headers.get("content-length")
         if length is not None and length.isdigit() and int(length) > limit:
-            raise _Refused(413, f"message larger than {limit} bytes")
+            raise Refused(413, f"message larger than {limit} bytes")
         chunks: list[bytes] = []
         size = 0
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
-                raise _Refused(400, "client disconnected")
+                raise Refused(400, "client disconnected")
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:
-                raise _Refused(413, f"message larger than {limit} bytes")
+                raise Refused(413, f"message larger than {limit} bytes")
             chunks.append(chunk)
             if not message.get("more_body", False):
                 return b"".join(chunks)
@@ -391,20 +243,20 @@ class RemoteServer:
         cors: list[tuple[str, str]],
     ) -> None:
         if not headers.get("content-type", "").startswith("application/json"):
-            raise _Refused(415, "Content-Type must be application/json")
+            raise Refused(415, "Content-Type must be application/json")
         body = await self._read_body(receive, headers)
         try:
             body.decode("utf-8")
         except UnicodeDecodeError:
-            raise _Refused(400, "body is not UTF-8") from None
+            raise Refused(400, "body is not UTF-8") from None
         message = decode(body)
         if isinstance(message, list):
-            raise _Refused(501, "batches are not supported")
+            raise Refused(501, "batches are not supported")
         if isinstance(message, dict) and message.get("method") == "initialize":
             if CONNECTION_HEADER in headers:
-                raise _Refused(400, "initialize starts a new connection: no Acp-Connection-Id")
+                raise Refused(400, "initialize starts a new connection: no Acp-Connection-Id")
             if "id" not in message:
-                raise _Refused(400, "initialize must be a request")
+                raise Refused(400, "initialize must be a request")
             await self._initialize(scope, send, headers, message, body, cors)
             return
         conn = self._connection(scope, headers)
@@ -413,10 +265,10 @@ class RemoteServer:
             body = self._scope_to_session(conn, headers, message, body)
         # Malformed JSON is the agent's to answer (on the connection stream).
         await conn.channel.put(body)
-        await _respond(send, 202, b"", cors)
+        await respond(send, 202, b"", cors)
 
     def _scope_to_session(
-        self, conn: _Connection, headers: dict[str, str], message: dict[str, Any], body: bytes
+        self, conn: Connection, headers: dict[str, str], message: dict[str, Any], body: bytes
     ) -> bytes:
         method = message.get("method")
         if not isinstance(method, str):
@@ -427,19 +279,19 @@ class RemoteServer:
             if params is None:
                 params = message["params"] = {}
             if not isinstance(params, dict):
-                raise _Refused(400, "Acp-Session-Id given with non-object params")
+                raise Refused(400, "Acp-Session-Id given with non-object params")
             given = params.get("sessionId")
             if given is None:
                 params["sessionId"] = header
                 body = orjson.dumps(message)
             elif given != header:
-                raise _Refused(400, "Acp-Session-Id does not match params.sessionId")
+                raise Refused(400, "Acp-Session-Id does not match params.sessionId")
         if method in SESSION_METHODS:
             session = params.get("sessionId") if isinstance(params, dict) else None
             if session is None:
-                raise _Refused(400, "Acp-Session-Id header required")
+                raise Refused(400, "Acp-Session-Id header required")
             if not isinstance(session, str):
-                raise _Refused(400, "params.sessionId must be a string")
+                raise Refused(400, "params.sessionId must be a string")
         if "id" in message:
             conn.routes[id_key(message["id"])] = message_session(message)
         return body
@@ -462,11 +314,11 @@ class RemoteServer:
         await waiter.wait()
         reply = conn.init_reply
         if reply is None:
-            raise _Refused(500, "the agent ended before answering initialize")
+            raise Refused(500, "the agent ended before answering initialize")
         answer = decode(reply)
         if isinstance(answer, dict) and "error" in answer:
             conn.close()
-            await _respond(send, 200, reply, [("content-type", "application/json"), *cors])
+            await respond(send, 200, reply, [("content-type", "application/json"), *cors])
             return
         conn.touch()
         response_headers = [
@@ -474,14 +326,16 @@ class RemoteServer:
             (CONNECTION_HEADER, conn.id),
             *cors,
         ]
-        await _respond(send, 200, reply, response_headers)
+        await respond(send, 200, reply, response_headers)
 
-    def _open_connection(self, scope: Scope, headers: dict[str, str]) -> _Connection:
-        conn = _Connection(self, current_backend(), self._owner(scope, headers))
+    def _open_connection(self, scope: Scope, headers: dict[str, str]) -> Connection:
+        conn = Connection(
+            self.options, self.connections, current_backend(), self._owner(scope, headers)
+        )
         self.connections[conn.id] = conn
         return conn
 
-    async def _run_http(self, conn: _Connection) -> None:
+    async def _run_http(self, conn: Connection) -> None:
         try:
             with conn.scope:
                 async with anyio.create_task_group() as group:
@@ -491,13 +345,13 @@ class RemoteServer:
         finally:
             self._finish(conn)
 
-    async def _serve(self, conn: _Connection) -> None:
+    async def _serve(self, conn: Connection) -> None:
         try:
-            await self.serve(_ServedTransport(conn.channel))
+            await self.serve(ServedTransport(conn.channel))
         except Exception:
             log.exception("an ACP connection failed")
 
-    async def _watch(self, conn: _Connection, serving: anyio.CancelScope) -> None:
+    async def _watch(self, conn: Connection, serving: anyio.CancelScope) -> None:
         """Close the connection when idle; stop its agent once closed."""
         timeout = self.options.idle_timeout
         while not conn.closing.is_set():
@@ -515,7 +369,7 @@ class RemoteServer:
         await anyio.sleep(self.options.close_grace)
         serving.cancel()
 
-    def _finish(self, conn: _Connection) -> None:
+    def _finish(self, conn: Connection) -> None:
         self.connections.pop(conn.id, None)
         conn.channel.end_input()
         for mailbox in conn.streams.values():
@@ -533,15 +387,15 @@ class RemoteServer:
         cors: list[tuple[str, str]],
     ) -> None:
         if "text/event-stream" not in headers.get("accept", ""):
-            raise _Refused(406, "Accept must include text/event-stream")
+            raise Refused(406, "Accept must include text/event-stream")
         conn = self._connection(scope, headers)
         session = headers.get(SESSION_HEADER)
         sessions = len(conn.streams) - (None in conn.streams)
         if session not in conn.streams and sessions >= self.options.max_session_streams:
-            raise _Refused(429, "too many session streams")
+            raise Refused(429, "too many session streams")
         mailbox = conn.stream(session)
         if mailbox.subscribed:
-            raise _Refused(409, "outbound stream already has a subscriber")
+            raise Refused(409, "outbound stream already has a subscriber")
         mailbox.subscribed = True
         conn.touch()
         echo = [(CONNECTION_HEADER, conn.id)]
@@ -552,7 +406,7 @@ class RemoteServer:
                 {
                     "type": "http.response.start",
                     "status": 200,
-                    "headers": _encode_headers(
+                    "headers": encode_headers(
                         [
                             ("content-type", "text/event-stream"),
                             ("cache-control", "no-cache"),
@@ -564,7 +418,7 @@ class RemoteServer:
                 }
             )
             async with anyio.create_task_group() as group:
-                group.start_soon(_cancel_on_disconnect, receive, group.cancel_scope)
+                group.start_soon(cancel_on_disconnect, receive, group.cancel_scope)
                 await self._stream(send, mailbox)
                 group.cancel_scope.cancel()
         finally:
@@ -593,25 +447,31 @@ class RemoteServer:
     # -- WebSocket --------------------------------------------------------------
 
     async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = _headers(scope)
+        headers = headers_of(scope)
         first = await receive()
         if first["type"] != "websocket.connect":
             return
         try:
             self._check_host_and_origin(headers)
             if self._relative_path(scope) != self.options.path:
-                raise _Refused(404)
+                raise Refused(404)
             self._check_token(headers)
-        except _Refused as refused:
-            await _refuse_websocket(scope, send, refused)
+        except Refused as refused:
+            await refuse_websocket(scope, send, refused)
             return
         backend = current_backend()
         mailbox = Mailbox(backend, self.options.max_buffered_bytes)
-        conn = _Connection(self, backend, self._owner(scope, headers), _SocketSink(mailbox))
+        conn = Connection(
+            self.options,
+            self.connections,
+            backend,
+            self._owner(scope, headers),
+            SocketSink(mailbox),
+        )
         await send(
             {
                 "type": "websocket.accept",
-                "headers": _encode_headers([(CONNECTION_HEADER, conn.id)]),
+                "headers": encode_headers([(CONNECTION_HEADER, conn.id)]),
             }
         )
         self.connections[conn.id] = conn
@@ -626,11 +486,11 @@ class RemoteServer:
         finally:
             self._finish(conn)
 
-    async def _run_socket_agent(self, conn: _Connection) -> None:
+    async def _run_socket_agent(self, conn: Connection) -> None:
         await self._serve(conn)
         conn.finished.set()
 
-    async def _socket_receiver(self, receive: Receive, send: Send, conn: _Connection) -> None:
+    async def _socket_receiver(self, receive: Receive, send: Send, conn: Connection) -> None:
         limit = self.options.max_message_bytes
         while True:
             message = await receive()
@@ -665,50 +525,6 @@ async def _socket_sender(send: Send, mailbox: Mailbox) -> None:
         await send({"type": "websocket.close", "code": 1000})
     except OSError:
         mailbox.close()  # the client is gone: the agent's writes fail
-
-
-async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            scope.cancel()
-            return
-
-
-async def _refuse_websocket(scope: Scope, send: Send, refused: _Refused) -> None:
-    extensions = scope.get("extensions") or {}
-    if "websocket.http.response" in extensions:
-        await send(
-            {
-                "type": "websocket.http.response.start",
-                "status": refused.status,
-                "headers": _encode_headers(refused.headers),
-            }
-        )
-        await send({"type": "websocket.http.response.body", "body": refused.text.encode()})
-    else:
-        await send({"type": "websocket.close", "code": 1008})
-
-
-async def _respond(
-    send: Send, status: int, body: bytes, headers: Iterable[tuple[str, str]] = ()
-) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": _encode_headers([*headers, ("content-length", str(len(body)))]),
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
-
-
-def _headers(scope: Scope) -> dict[str, str]:
-    return {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
-
-
-def _encode_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
-    return [(name.encode("latin-1"), value.encode("latin-1")) for name, value in headers]
 
 
 def _hostname(host: str) -> str:
