@@ -167,7 +167,8 @@ def spawn_free_standing(backend: Backend, run: Callable[[], Awaitable[Any]], nam
     A transport's context is entered and left in different cancel scopes, so
     it cannot hold a task group; what must outlive an HTTP request (an agent
     serving a Streamable-HTTP connection) cannot live in the request's task
-    either. The caller ends the task itself (a cancel scope inside ``run``).
+    either. The caller ends the task itself (a cancel scope inside ``run``),
+    and keeps what this returns (asyncio holds its tasks only weakly).
     """
     if backend.name == "trio":
         import trio

@@ -96,6 +96,7 @@ class Connection:
         self.closing = anyio.Event()
         self.finished = anyio.Event()
         self.scope = anyio.CancelScope()
+        self.task: Any = None  # an asyncio task is only weakly held by its loop
         # Over HTTP the output is sorted into SSE streams; a socket has one.
         self.channel = MessageChannel(backend, sink if sink is not None else Router(self))
 

@@ -157,9 +157,10 @@ class _HttpLink:
         self.ordered_sent = anyio.Event()
         self.responses_sent = anyio.Event()
         self._group: Any = None
+        self._task: Any = None  # asyncio holds its tasks only weakly
 
     def start(self) -> None:
-        spawn_free_standing(self.backend, self._run, "acp_fast http client")
+        self._task = spawn_free_standing(self.backend, self._run, "acp_fast http client")
 
     async def _run(self) -> None:
         try:

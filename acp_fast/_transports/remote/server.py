@@ -310,7 +310,9 @@ class RemoteServer:
         conn.init_waiter = conn.backend.new_waiter()
         waiter = conn.init_waiter
         conn.channel.put_nowait(body)
-        spawn_free_standing(conn.backend, lambda: self._run_http(conn), "acp_fast http connection")
+        conn.task = spawn_free_standing(
+            conn.backend, lambda: self._run_http(conn), "acp_fast http connection"
+        )
         await waiter.wait()
         reply = conn.init_reply
         if reply is None:

@@ -185,9 +185,10 @@ class _SocketLink:
         self.sent = anyio.Event()
         self.closing = False
         self.send_lock = anyio.Lock()
+        self._task: Any = None  # asyncio holds its tasks only weakly
 
     def start(self) -> None:
-        spawn_free_standing(self.backend, self._run, "acp_fast websocket client")
+        self._task = spawn_free_standing(self.backend, self._run, "acp_fast websocket client")
 
     async def _run(self) -> None:
         try:
