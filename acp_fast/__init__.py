@@ -43,10 +43,13 @@ from ._errors import ErrorCode as ErrorCode
 from ._errors import is_incoming_transport_closed as is_incoming_transport_closed
 from ._transports import ByteStreams as ByteStreams
 from ._transports import FdTransport as FdTransport
+from ._transports import HttpTransport as HttpTransport
 from ._transports import SocketListener as SocketListener
 from ._transports import SocketTransport as SocketTransport
 from ._transports import Subprocess as Subprocess
 from ._transports import Transport as Transport
+from ._transports import WebSocketError as WebSocketError
+from ._transports import WebSocketTransport as WebSocketTransport
 from ._transports import listen_tcp as listen_tcp
 from ._transports import listen_unix as listen_unix
 from ._transports import stdio as stdio
@@ -136,6 +139,7 @@ __all__ = (
     "ErrorCode",
     "FdTransport",
     "HandlerEntry",
+    "HttpTransport",
     "NotHandled",
     "NotificationDispatch",
     "Observer",
@@ -157,6 +161,8 @@ __all__ = (
     "Transport",
     "UntypedMessage",
     "UntypedRole",
+    "WebSocketError",
+    "WebSocketTransport",
     "__version__",
     "agent_builder",
     "client_builder",

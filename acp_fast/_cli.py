@@ -205,6 +205,33 @@ def _conductor(parser: argparse.ArgumentParser) -> Runner:
 
 
 @command(
+    "serve",
+    "serve an agent to remote clients over HTTP and WebSocket",
+    "Serve an ACP agent over Streamable HTTP (+SSE) and WebSocket on one path: a stdio "
+    "agent command after `--` (one subprocess per connection), or a Python factory "
+    "`module:name` (a BaseAgent class, or a function returning an agent or a builder). "
+    "Binds 127.0.0.1 unless told otherwise; the bearer token can also come from "
+    "ACP_FAST_TOKEN (docs/remote.md).",
+    [
+        "acp-fast serve --http 127.0.0.1:8000 -- acp-fast example-agent",
+        "acp-fast serve --http 127.0.0.1:8000 --token s3cret mypackage.agent:MyAgent",
+    ],
+)
+def _serve(parser: argparse.ArgumentParser) -> Runner:
+    from ._serve_cli import add_arguments
+
+    add_arguments(parser)
+
+    def run(args: argparse.Namespace) -> int:
+        require("uvicorn", extra="http", what="acp-fast serve")
+        from ._serve_cli import run_serve
+
+        return run_serve(args)
+
+    return run
+
+
+@command(
     "trace",
     "record an editor-agent conversation, or view a trace",
     "acp-fast trace --out FILE -- AGENT_CMD... runs the agent and sits between it and "

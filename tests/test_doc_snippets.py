@@ -36,6 +36,7 @@ from typing import Any
 
 import anyio
 
+import acp_fast as _acp_fast
 import acp_fast as acp
 from acp_fast import helpers as h
 from acp_fast.schema import v1
@@ -53,6 +54,12 @@ work: Callable[[], Awaitable[Any]]
 prepare_something: Callable[[], Awaitable[None]]
 events: list[dict[str, Any]]
 provider: Any
+
+
+class MyAgent(_acp_fast.BaseAgent): ...
+
+
+class Editor(_acp_fast.BaseClient): ...
 """
 
 

@@ -396,6 +396,15 @@ async def _first_of(*waits: Callable[[], Awaitable[object]]) -> None:
             group.start_soon(run, wait)
 
 
+def _agent_component(agent_command: str) -> Component:
+    """A command line, or the URL of an agent served remotely (docs/remote.md)."""
+    from .._transports.remote.urls import is_remote_url, transport_for_url
+
+    if is_remote_url(agent_command):
+        return transport_for_url(agent_command)
+    return shlex.split(agent_command)
+
+
 def run_conductor(
     proxy_commands: Sequence[str],
     agent_command: str,
@@ -409,7 +418,7 @@ def run_conductor(
     try:
         conductor = Conductor(
             proxies=[shlex.split(command) for command in proxy_commands],
-            agent=shlex.split(agent_command),
+            agent=_agent_component(agent_command),
             trace=trace,
         )
     except (TypeError, ValueError) as exc:

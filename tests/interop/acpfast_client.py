@@ -216,12 +216,12 @@ def _text(text: str) -> list[Any]:
     return [v1.ContentBlockText(text=text)]
 
 
-async def run_contract(agent_cmd: list[str]) -> Report:
-    """Spawn ``agent_cmd`` and run every step of the contract against it."""
+async def run_contract(agent_cmd: list[str], transport: acp.Transport | None = None) -> Report:
+    """Spawn ``agent_cmd`` (or use ``transport``) and run every step of the contract."""
     report = Report()
     state: dict[str, Any] = {"turn": Turn()}
     agent = acp.Subprocess(agent_cmd, stderr=report.agent_stderr.append, grace_period=5.0)
-    tap = WireTap(agent)
+    tap = WireTap(agent if transport is None else transport)
 
     async def main(cx: Any) -> None:
         # 1. initialize: awaited before anything else (the TS agent rejects
@@ -315,7 +315,8 @@ async def run_contract(agent_cmd: list[str]) -> Report:
         report.big.stop_reason = answer.stop_reason
 
     await client_builder(state).connect_with(tap, main)
-    report.agent_returncode = agent.returncode
+    if transport is None:
+        report.agent_returncode = agent.returncode
     return report
 
 

@@ -176,13 +176,40 @@ const app = acp
     ({ params }) => ({ text: params.text }),
   );
 
-const connection = app.connect(
-  acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin)),
-);
-log("ready");
-connection.closed.then(() => {
-  log("connection closed");
-  // Once stdin hit EOF nothing useful can happen; don't let a parked handler
-  // keep the process alive. Let stdout drain first.
-  process.stdout.end(() => process.exit(0));
-});
+if (process.argv[2] === "--serve") {
+  await serveRemotely(app);
+} else {
+  const connection = app.connect(
+    acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin)),
+  );
+  log("ready");
+  connection.closed.then(() => {
+    log("connection closed");
+    // Once stdin hit EOF nothing useful can happen; don't let a parked handler
+    // keep the process alive. Let stdout drain first.
+    process.stdout.end(() => process.exit(0));
+  });
+}
+
+// --serve: the SDK's AcpServer over node:http (Streamable HTTP at any path,
+// WebSocket upgrades through `ws`), on 127.0.0.1 and an ephemeral port. One
+// line of JSON, {"port": N}, on stdout once listening; exits on SIGTERM.
+async function serveRemotely(agentApp) {
+  const { createServer } = await import("node:http");
+  const { WebSocketServer } = await import("ws");
+  const { AcpServer } = await import("@agentclientprotocol/sdk/experimental/server");
+  const { createNodeHttpHandler, createNodeWebSocketUpgradeHandler } = await import(
+    "@agentclientprotocol/sdk/experimental/node"
+  );
+  const server = new AcpServer({ agent: agentApp });
+  const httpServer = createServer(createNodeHttpHandler(server));
+  const sockets = new WebSocketServer({ noServer: true });
+  httpServer.on("upgrade", createNodeWebSocketUpgradeHandler(server, sockets));
+  httpServer.listen(0, "127.0.0.1", () => {
+    log("serving");
+    process.stdout.write(JSON.stringify({ port: httpServer.address().port }) + "\n");
+  });
+  process.on("SIGTERM", () => {
+    server.close().finally(() => process.exit(0));
+  });
+}

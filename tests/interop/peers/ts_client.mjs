@@ -2,8 +2,10 @@
 // (@agentclientprotocol/sdk 2.4.0, app-builder API).
 //
 //   node ts_client.mjs <agent command...>
+//   node ts_client.mjs http://HOST:PORT/acp | ws://HOST:PORT/acp
 //
-// Spawns the agent command with stdio pipes, runs the client script from
+// Spawns the agent command with stdio pipes (or connects to a remote agent
+// with the SDK's createHttpStream / createWebSocketStream), runs the client script from
 // README.md against it and prints ONE line of JSON (the report) on stdout.
 // Logs go to stderr (the agent's stderr is passed through). Exit code 0 if
 // every expectation held, 1 otherwise, 2 on bad usage.
@@ -13,6 +15,9 @@ import { Readable, Writable } from "node:stream";
 import { isDeepStrictEqual } from "node:util";
 
 import * as acp from "@agentclientprotocol/sdk";
+import { createHttpStream } from "@agentclientprotocol/sdk/experimental/http-client";
+import { createWebSocketStream } from "@agentclientprotocol/sdk/experimental/ws-client";
+import { WebSocket } from "ws";
 
 const { methods, RequestError } = acp;
 const log = (...args) => console.error("[ts_client]", ...args);
@@ -287,25 +292,34 @@ async function runStep(name, fn, timeoutMs = STEP_TIMEOUT_MS) {
 
 // ------------------------------------------------------------------- main --
 
-const child = spawn(agentCommand[0], agentCommand.slice(1), { stdio: ["pipe", "pipe", "inherit"] });
+const remoteUrl = /^(https?|wss?):\/\//.test(agentCommand[0]) ? agentCommand[0] : null;
+let child = null;
+let childExited = Promise.resolve(null);
+let stream;
+if (remoteUrl !== null) {
+  stream = remoteUrl.startsWith("ws")
+    ? createWebSocketStream(remoteUrl, { WebSocket })
+    : createHttpStream(remoteUrl);
+} else {
+  child = spawn(agentCommand[0], agentCommand.slice(1), { stdio: ["pipe", "pipe", "inherit"] });
+  childExited = new Promise((resolve) => {
+    child.on("exit", (code, signal) => resolve({ code, signal }));
+    child.on("error", (error) => {
+      log("could not start agent:", error.message);
+      resolve({ code: null, signal: null, error: error.message });
+    });
+  });
+  // Writing to an agent that already died must not crash the client.
+  child.stdin.on("error", (error) => log("agent stdin:", error.message));
+  stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+}
 // Deliberately not unref()'d: it also keeps Node from exiting with "unsettled
 // top-level await" (and no report) should every other handle go away.
 setTimeout(() => {
   log(`overall timeout after ${OVERALL_TIMEOUT_MS} ms`);
-  child.kill("SIGKILL");
+  child?.kill("SIGKILL");
   finish({ timedOut: true });
 }, OVERALL_TIMEOUT_MS);
-const childExited = new Promise((resolve) => {
-  child.on("exit", (code, signal) => resolve({ code, signal }));
-  child.on("error", (error) => {
-    log("could not start agent:", error.message);
-    resolve({ code: null, signal: null, error: error.message });
-  });
-});
-// Writing to an agent that already died must not crash the client.
-child.stdin.on("error", (error) => log("agent stdin:", error.message));
-
-const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
 
 async function runScript(agent) {
   if (!(await runStep("initialize", () => stepInitialize(agent)))) return;
@@ -330,8 +344,10 @@ await script; // runStep never throws; this just lets failed steps be recorded
 
 // connectWith closed our side; close the agent's stdin so it sees EOF and
 // exits on its own, then escalate if it does not.
-child.stdin.end();
-const killTimer = setTimeout(() => child.kill("SIGTERM"), 2000);
-report.agentExit = await childExited;
-clearTimeout(killTimer);
+if (child !== null) {
+  child.stdin.end();
+  const killTimer = setTimeout(() => child.kill("SIGTERM"), 2000);
+  report.agentExit = await childExited;
+  clearTimeout(killTimer);
+}
 finish();

@@ -1,0 +1,86 @@
+"""Serving agents to remote clients: ``AcpApp``, an ASGI application.
+
+::
+
+    import uvicorn
+    from acp_fast.http import AcpApp
+
+    app = AcpApp(MyAgent)            # one MyAgent() per connection
+    uvicorn.run(app, host="127.0.0.1", port=8000)
+
+Clients connect over Streamable HTTP (``acp.HttpTransport(url)``) or a
+WebSocket (``acp.WebSocketTransport(url)``) on the same path. The app runs
+under any ASGI server and mounts in Starlette or FastAPI. docs/remote.md
+describes the protocol, the security defaults and how to scale out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from ._async.builder import Builder
+from ._transports.base import Transport
+from ._transports.remote.server import LOCAL_HOSTS, RemoteServer, ServeConnection, ServerOptions
+from ._typed.agent import BaseAgent, agent_builder
+
+__all__ = ("AcpApp", "ServerOptions", "serve")
+
+
+class AcpApp(RemoteServer):
+    """An ASGI app serving one agent per connection.
+
+    ``factory()`` is called for each new connection and returns a
+    ``BaseAgent`` (a class works: ``AcpApp(MyAgent)``) or a ``Builder``
+    (``acp.Agent.builder()...``). Alternatively ``serve=`` takes a coroutine
+    function that serves one connection on the transport it is given.
+
+    Keyword arguments set ``ServerOptions`` fields (``path``, ``token``,
+    ``allowed_hosts``, ``allowed_origins``, ``cors_origins``,
+    ``max_message_bytes``, ``max_buffered_bytes``, ``idle_timeout``, ...).
+    """
+
+    def __init__(
+        self,
+        factory: Callable[[], BaseAgent | Builder[Any]] | None = None,
+        *,
+        serve: ServeConnection | None = None,
+        options: ServerOptions | None = None,
+        **settings: Any,
+    ) -> None:
+        if (factory is None) == (serve is None):
+            raise TypeError("AcpApp needs a factory or serve=, not both")
+        if serve is None:
+            assert factory is not None
+            serve = _serving(factory)
+        super().__init__(serve, replace(options or ServerOptions(), **settings))
+
+
+def _serving(factory: Callable[[], BaseAgent | Builder[Any]]) -> ServeConnection:
+    async def serve_one(transport: Transport) -> None:
+        made = factory()
+        builder = made if isinstance(made, Builder) else agent_builder(made)
+        await builder.connect_to(transport)
+
+    return serve_one
+
+
+def serve(
+    app: AcpApp,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    **uvicorn_settings: Any,
+) -> None:
+    """Run ``app`` under uvicorn (blocking), on loopback unless told otherwise.
+
+    Listening on another address also needs ``allowed_hosts`` naming the
+    host names clients use (DNS-rebinding protection, docs/remote.md).
+    """
+    import uvicorn
+
+    if host not in LOCAL_HOSTS and tuple(app.options.allowed_hosts) == LOCAL_HOSTS:
+        raise ValueError(
+            f"serving on {host!r}: pass allowed_hosts= the host names clients use (or ['*'])"
+        )
+    uvicorn.run(app, host=host, port=port, ws="wsproto", **uvicorn_settings)

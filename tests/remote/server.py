@@ -1,0 +1,47 @@
+"""A real uvicorn server on loopback, in a thread of its own.
+
+``RunningServer(app)`` starts uvicorn on 127.0.0.1 (an ephemeral port) with
+the given ASGI app; ``url`` is its base URL, ``stop()`` ends it. The test's
+own event loop (asyncio or trio) runs the clients, so every byte crosses a
+real socket.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from typing import Any
+
+import uvicorn
+
+
+class RunningServer:
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        config = uvicorn.Config(
+            app, ws="wsproto", log_level="warning", lifespan="on", timeout_graceful_shutdown=3
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
+        )
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.01)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+        self.sock.close()

@@ -1,0 +1,93 @@
+"""The sans-IO pieces of the remote transports: the SSE reader, session scoping,
+and the message channel's framing and pacing (docs/remote.md)."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from acp_fast._io.backend import current_backend
+from acp_fast._transports.remote.channel import MessageChannel
+from acp_fast._transports.remote.streams import Mailbox
+from acp_fast._transports.remote.wire import SseParser, id_key, message_session
+
+
+def test_sse_events_split_anywhere() -> None:
+    stream = (
+        b': keep-alive\n\ndata: {"a":1}\n\nevent: x\nid: 7\ndata: [1,\ndata: 2]\r\n\r\ndata:{}\n\n'
+    )
+    for size in (1, 2, 5, len(stream)):
+        parser = SseParser()
+        events = []
+        for start in range(0, len(stream), size):
+            events += parser.feed(stream[start : start + size])
+        assert events == [b'{"a":1}', b"[1,\n2]", b"{}"]
+
+
+def test_sse_event_size_is_bounded() -> None:
+    parser = SseParser(max_event=10)
+    with pytest.raises(ValueError):
+        parser.feed(b"data: " + b"x" * 11 + b"\n\n")
+    with pytest.raises(ValueError):
+        SseParser(max_event=10).feed(b"data: " + b"x" * 20)  # no newline yet
+
+
+def test_session_scoping() -> None:
+    assert message_session({"method": "session/update", "params": {"sessionId": "s"}}) == "s"
+    assert message_session({"method": "$/cancel_request", "params": {"sessionId": "s"}}) is None
+    assert message_session({"method": "x", "params": [1]}) is None
+    assert message_session({"id": 1, "result": {"sessionId": "s"}}) is None
+    assert len({id_key(1), id_key(1.0), id_key(True), id_key("1")}) == 4
+
+
+class Sink:
+    def __init__(self, mailbox: Mailbox) -> None:
+        self.mailbox = mailbox
+        self.ended = False
+
+    def offer(self, message: bytes) -> bool:
+        return self.mailbox.push(message)
+
+    async def room(self) -> None:
+        await self.mailbox.room()
+
+    def end(self) -> None:
+        self.ended = True
+        self.mailbox.end()
+
+
+@pytest.mark.anyio
+async def test_a_full_sink_paces_the_writer_and_loses_nothing() -> None:
+    backend = current_backend()
+    mailbox = Mailbox(backend, capacity=100)
+    sink = Sink(mailbox)
+    channel = MessageChannel(backend, sink)
+    messages = [b'{"n":%d,"pad":"%s"}' % (n, b"x" * 30) for n in range(50)]
+    taken: list[bytes] = []
+    async with anyio.create_task_group() as group:
+        group.start_soon(channel.run)
+        channel.write(b"".join(m + b"\n" for m in messages))
+        assert channel.pending > 0  # the sink took only what fits
+        assert mailbox.size < 100 + 60
+
+        async def reader() -> None:
+            while (items := await mailbox.take()) is not None:
+                taken.extend(items)
+
+        group.start_soon(reader)
+        await channel.drain()
+        await channel.close_write()
+    assert taken == messages
+    assert sink.ended
+
+
+@pytest.mark.anyio
+async def test_input_is_one_message_per_line_and_ends_cleanly() -> None:
+    backend = current_backend()
+    channel = MessageChannel(backend, Sink(Mailbox(backend, 100)))
+    channel.put_nowait(b'{\n  "a": 1\r\n}')
+    await channel.put(b"[]")
+    assert await channel.receive() == b'{   "a": 1  }\n[]\n'
+    channel.fail_input("link lost")
+    with pytest.raises(Exception, match="link lost"):
+        await channel.receive()
