@@ -44,7 +44,6 @@ from .._core import (
     classify_envelope,
     params_head_of,
     scan_head,
-    scan_tail,
 )
 from .._errors import Error
 from .._io.backend import Backend
@@ -303,9 +302,10 @@ class Inbound(Dispatcher):
         # Too large to decode: answer what can be answered (bad input gets a
         # clear error and loses nothing).
         request_id, shape = scan_head(line.head)
-        if request_id is MISSING:
-            # An "id" after the payload: the framer kept the line's last bytes.
-            request_id = scan_tail(line.tail)
+        if request_id is MISSING and line.id_text:
+            # An "id" past the head: the framer found its text while the line
+            # streamed through (docs/semantics.md §1.4).
+            request_id, _ = scan_head(b'{"id":' + line.id_text + b"}")
         data = {
             "reason": "message_too_large",
             "size": line.size,

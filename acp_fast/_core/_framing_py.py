@@ -19,9 +19,10 @@
 #   this design), so it is never done.
 # * A line longer than ``max_line`` bytes is never held in memory. Its first
 #   ``head_size`` bytes and its last ``head_size`` bytes are kept for
-#   diagnosis (so the caller can still find the message's "id", wherever it
-#   is, and answer it), the rest is counted and dropped up to the next
-#   newline, and one OversizedLine takes the line's place in the output.
+#   diagnosis, the rest is counted and dropped up to the next newline, and
+#   one OversizedLine takes the line's place in the output. While the line
+#   streams through, an IdScanner finds its top-level "id" wherever it is, so
+#   the caller can still answer it (docs/semantics.md §1.4).
 #   Framing then goes on with the next line: an oversized message costs that
 #   message, never the connection.
 # * Output lines never contain b"\n"; one trailing b"\r" is removed (CRLF
@@ -33,6 +34,8 @@
 # cython.
 
 from __future__ import annotations
+
+import re
 
 # bytes.find with a one-byte needle is a memchr. Calling it through the type
 # (rather than as data.find) takes the vectorcall path in both builds, which
@@ -47,6 +50,14 @@ _SPLIT_MAX = 256 * 1024
 DEFAULT_MAX_LINE = 64 * 1024 * 1024
 DEFAULT_HEAD_SIZE = 64 * 1024
 
+# What the id scanner stops at: inside the top-level object, anything that
+# changes depth or ends a member; deeper, only what changes depth.
+_TOP_LEVEL = re.compile(rb'["{}\[\],:]').search
+_NESTED = re.compile(rb'["{}\[\]]').search
+# A top-level "id" value longer than this is not kept (no sane id is).
+_ID_TEXT_MAX = 1024
+_QUOTE = b'"'
+
 
 class OversizedLine:
     """Stands in the output for a line that exceeded the framer's cap.
@@ -55,15 +66,26 @@ class OversizedLine:
     holds its first bytes, enough to find a leading "id" or "method", and
     ``tail`` its last bytes, enough to find an "id" written after the payload.
     ``complete`` is False only for an oversized unterminated line seen at EOF.
+    ``id_text`` is the JSON text of the line's top-level "id" value, wherever
+    it was in the line (b"" when the line is not an object or has no such
+    member); the framer finds it while the line streams through.
     """
 
-    __slots__ = ("complete", "head", "size", "tail")
+    __slots__ = ("complete", "head", "id_text", "size", "tail")
 
-    def __init__(self, size: int, head: bytes, complete: bool = True, tail: bytes = b"") -> None:
+    def __init__(
+        self,
+        size: int,
+        head: bytes,
+        complete: bool = True,
+        tail: bytes = b"",
+        id_text: bytes = b"",
+    ) -> None:
         self.size = size
         self.head = head
         self.complete = complete
         self.tail = tail
+        self.id_text = id_text
 
     def __repr__(self) -> str:
         return f"OversizedLine(size={self.size}, head={self.head[:40]!r}...)"
@@ -88,6 +110,7 @@ class LineBuffer:
         "_fragments",
         "_head",
         "_pending",
+        "_scanner",
         "_tail",
         "head_size",
         "max_line",
@@ -108,6 +131,7 @@ class LineBuffer:
         self._discarded = -1
         self._head = b""
         self._tail = b""
+        self._scanner: IdScanner | None = None
 
     @property
     def buffered(self) -> int:
@@ -167,12 +191,15 @@ class LineBuffer:
                 self._carry(data, start, end)
                 break
             if nl - start > max_line:
+                scanner = IdScanner()
+                scanner.feed(data, start, nl)
                 out.append(
                     OversizedLine(
                         nl - start,
                         data[start : start + self.head_size],
                         True,
                         data[max(start, nl - self.head_size) : nl],
+                        scanner.id_text,
                     )
                 )
             elif nl > start:
@@ -188,7 +215,7 @@ class LineBuffer:
         """Return the unterminated last line at EOF, if any, and reset."""
         rest: bytes | OversizedLine | None = None
         if self._discarded >= 0:
-            rest = OversizedLine(self._discarded, self._head, False, self._tail)
+            rest = OversizedLine(self._discarded, self._head, False, self._tail, self._id_text())
         elif self._pending:
             line = b"".join(self._fragments)
             if line.endswith(b"\r"):
@@ -204,6 +231,11 @@ class LineBuffer:
         self._discarded = -1
         self._head = b""
         self._tail = b""
+        self._scanner = None
+
+    def _id_text(self) -> bytes:
+        scanner = self._scanner
+        return b"" if scanner is None else scanner.id_text
 
     def _carry(self, data: bytes, start: int, end: int) -> None:
         # Keep data[start:end], the beginning of a line whose newline has not
@@ -212,9 +244,12 @@ class LineBuffer:
         if self._discarded >= 0:
             self._discarded += size
             self._keep_tail(data, start, end)
+            if self._scanner is not None:
+                self._scanner.feed(data, start, end)
             return
         if self._pending + size > self.max_line:
             self._fragments.append(data[start:end])
+            self._scanner = _scanned(self._fragments)
             self._head = _head_of(self._fragments, self.head_size)
             self._tail = _tail_of(self._fragments, self.head_size)
             self._discarded = self._pending + size
@@ -227,14 +262,19 @@ class LineBuffer:
     def _finish_carried(self, data: bytes, nl: int, out: list[bytes | OversizedLine]) -> None:
         if self._discarded >= 0:
             self._keep_tail(data, 0, nl)
-            out.append(OversizedLine(self._discarded + nl, self._head, True, self._tail))
+            if self._scanner is not None:
+                self._scanner.feed(data, 0, nl)
+            out.append(
+                OversizedLine(self._discarded + nl, self._head, True, self._tail, self._id_text())
+            )
             self._reset()
             return
         if self._pending + nl > self.max_line:
             self._fragments.append(data[:nl])
             head = _head_of(self._fragments, self.head_size)
             tail = _tail_of(self._fragments, self.head_size)
-            out.append(OversizedLine(self._pending + nl, head, True, tail))
+            id_text = _scanned(self._fragments).id_text
+            out.append(OversizedLine(self._pending + nl, head, True, tail, id_text))
             self._reset()
             return
         self._fragments.append(data[:nl])
@@ -253,6 +293,14 @@ class LineBuffer:
             self._tail = data[end - size : end]
         else:
             self._tail = (self._tail + data[start:end])[-size:]
+
+
+def _scanned(fragments: list[bytes]) -> IdScanner:
+    # A scanner that has read the fragments, in order.
+    scanner = IdScanner()
+    for fragment in fragments:
+        scanner.feed(fragment, 0, len(fragment))
+    return scanner
 
 
 def _tail_of(fragments: list[bytes], size: int) -> bytes:
@@ -279,3 +327,163 @@ def _head_of(fragments: list[bytes], size: int) -> bytes:
         if have >= size:
             break
     return b"".join(taken)[:size]
+
+
+class IdScanner:
+    """Finds the top-level "id" member of a JSON object fed in pieces.
+
+    An oversized line is never held whole, so its "id" is looked for while
+    the line streams through the framer (docs/semantics.md §1.4). The state
+    is small: the depth, whether the scan is inside a string and whether a
+    backslash run before the piece's end escapes the next byte, and the text
+    of the current top-level key and, after "id", of its value. Strings are
+    crossed with a find for the next quote (a memchr), nested values with a
+    regex search for the next bracket or quote, so a huge payload costs a
+    few calls per token rather than one per byte. The scan is not a
+    validator: it only tracks what it needs, and gives up (finds nothing
+    more) on a line that is not an object or once the object has closed.
+    """
+
+    __slots__ = (
+        "_depth",
+        "_done",
+        "_escaped",
+        "_expect_key",
+        "_in_key",
+        "_in_string",
+        "_in_value",
+        "_key",
+        "_key_is_id",
+        "_value",
+        "id_text",
+    )
+
+    def __init__(self) -> None:
+        self._depth = 0
+        self._done = False
+        self._in_string = False
+        self._escaped = False
+        self._expect_key = False
+        self._in_key = False
+        self._key = b""
+        self._key_is_id = False
+        self._in_value = False
+        self._value = b""
+        # The last complete top-level "id" value seen, as JSON text.
+        self.id_text = b""
+
+    def feed(self, data: bytes, start: int, end: int) -> None:
+        """Scan ``data[start:end]``, the next piece of the line."""
+        if self._done:
+            return
+        i = start
+        key_start = start
+        value_start = start
+        while i < end:
+            if self._in_string:
+                q = _find(data, _QUOTE, i, end)
+                if q < 0:
+                    # The piece ends inside the string: remember whether its
+                    # trailing backslashes escape the next piece's first byte.
+                    k = end - 1
+                    while k >= i and data[k] == 92:
+                        k -= 1
+                    run = end - 1 - k
+                    if k < i and self._escaped:
+                        run += 1
+                    self._escaped = run % 2 == 1
+                    break
+                k = q - 1
+                while k >= i and data[k] == 92:  # "\\"
+                    k -= 1
+                run = q - 1 - k
+                if k < i and self._escaped:
+                    run += 1
+                self._escaped = False
+                i = q + 1
+                if run % 2 == 1:
+                    continue  # an escaped quote: still inside
+                self._in_string = False
+                if self._in_key:
+                    self._in_key = False
+                    self._add_key(data, key_start, q)
+                    self._key_is_id = self._key == b"id"
+                continue
+            if self._depth >= 2:
+                match = _NESTED(data, i, end)
+                if match is None:
+                    break
+                p = match.start()
+                c = data[p]
+                i = p + 1
+                if c == 34:  # '"'
+                    self._in_string = True
+                elif c == 123 or c == 91:  # "{" or "["
+                    self._depth += 1
+                else:
+                    self._depth -= 1
+                continue
+            if self._depth == 0:
+                while i < end and data[i] in b" \t\r\n":
+                    i += 1
+                if i >= end:
+                    break
+                if data[i] != 123:  # not an object: nothing to find
+                    self._done = True
+                    return
+                self._depth = 1
+                self._expect_key = True
+                i += 1
+                continue
+            match = _TOP_LEVEL(data, i, end)
+            if match is None:
+                break
+            p = match.start()
+            c = data[p]
+            i = p + 1
+            if c == 34:  # '"'
+                self._in_string = True
+                if self._expect_key:
+                    self._in_key = True
+                    self._key = b""
+                    key_start = i
+            elif c == 58:  # ":"
+                self._expect_key = False
+                if self._key_is_id:
+                    self._in_value = True
+                    self._value = b""
+                    value_start = i
+            elif c == 44 or c == 125:  # "," or "}"
+                if self._in_value:
+                    self._in_value = False
+                    self._add_value(data, value_start, p)
+                    self.id_text = self._value.strip()
+                    self._value = b""
+                self._key_is_id = False
+                self._expect_key = True
+                if c == 125:
+                    self._done = True
+                    return
+            elif c == 123 or c == 91:  # a nested value: never an id
+                self._in_value = False
+                self._value = b""
+                self._depth = 2
+            else:  # "]" at the top level: not JSON, stop
+                self._done = True
+                return
+        if self._in_key:
+            self._add_key(data, key_start, end)
+        if self._in_value:
+            self._add_value(data, value_start, end)
+
+    def _add_key(self, data: bytes, start: int, end: int) -> None:
+        # Only whether the key is exactly "id" matters: keep at most 3 bytes.
+        if len(self._key) <= 2:
+            self._key = self._key + data[start : min(end, start + 3)]
+
+    def _add_value(self, data: bytes, start: int, end: int) -> None:
+        if len(self._value) + end - start > _ID_TEXT_MAX:
+            self._in_value = False  # too long for an id: forget it
+            self._value = b""
+            return
+        self._value = self._value + data[start:end]

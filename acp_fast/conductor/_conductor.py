@@ -55,6 +55,7 @@ from .._async.trace import HopRecorder, TraceSink, TraceWriter
 from .._errors import Error
 from .._transports import Subprocess, Transport
 from .._transports.memory import memory_pair
+from ._hangup import watch_hangup, watched_input
 
 __all__ = ("Component", "Conductor", "run_conductor")
 
@@ -111,11 +112,33 @@ class Conductor:
         the client's requests still pending in the chain are answered with
         the failure before the client's connection closes.
 
+        When the client's input is a pipe or a socket (``acp.stdio()``, an
+        ``acp.FdTransport``) and the client closes it while a component that
+        never reads holds the chain back (so its EOF is never read), the
+        chain is shut down a grace period later, each component process in
+        stages (docs/proxies.md), and this returns.
+
         Raises ``acp.Error`` when a component ended its connection (or
         failed) first; the client's transport is closed then too. Raises
         ``OSError`` when a component command cannot be started.
         """
-        await _Chain(self).serve(transport)
+        fd = watched_input(transport)
+        if fd is None:
+            await _Chain(self).serve(transport)
+            return
+        failure: Exception | None = None
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as group:
+                group.start_soon(watch_hangup, scope, fd, self.grace_period)
+                try:
+                    await _Chain(self).serve(transport)
+                except Exception as exc:
+                    # Raised after the group, not wrapped in an ExceptionGroup.
+                    failure = exc
+                finally:
+                    group.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
 
     def __repr__(self) -> str:
         return f"Conductor(proxies={self.proxies!r}, agent={self.agent!r})"
@@ -428,9 +451,7 @@ def run_conductor(
     from ._stdio import serve_until_client_ends
 
     async def serve() -> int | None:
-        return await serve_until_client_ends(
-            lambda: conductor.serve(stdio()), conductor.grace_period
-        )
+        return await serve_until_client_ends(lambda: conductor.serve(stdio()))
 
     try:
         signum = anyio.run(serve, backend=backend)

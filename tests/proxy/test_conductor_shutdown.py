@@ -1,6 +1,7 @@
 """The conductor never outlives its client, nor leaves children behind
 (docs/proxies.md): on the client closing its input while an agent that
-never reads holds the chain back, and on SIGTERM/SIGINT. Real processes."""
+never reads holds the chain back, and on SIGTERM/SIGINT; as the CLI and as
+a library (``Conductor.serve``). Real processes."""
 
 from __future__ import annotations
 
@@ -19,18 +20,23 @@ BACKENDS = ["asyncio", "trio"]
 WAIT = 30.0  # bounds every wait below; the shutdown takes a few grace periods
 
 
-def start_conductor(backend: str) -> tuple[subprocess.Popen[bytes], int]:
+# A program of a library user's: a Conductor served on its stdio, no CLI.
+LIBRARY_CONDUCTOR = """
+import sys, anyio, acp_fast as acp
+from acp_fast.conductor import Conductor
+conductor = Conductor(agent=["sleep", "600"], grace_period=0.5)
+anyio.run(conductor.serve, acp.stdio(), backend=sys.argv[1])
+"""
+
+
+def start_conductor(backend: str, library: bool = False) -> tuple[subprocess.Popen[bytes], int]:
+    if library:
+        argv = [sys.executable, "-c", LIBRARY_CONDUCTOR, backend]
+    else:
+        argv = [sys.executable, "-m", "acp_fast", "conductor", "--agent", "sleep 600"]
+        argv += ["--backend", backend]
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "acp_fast",
-            "conductor",
-            "--agent",
-            "sleep 600",
-            "--backend",
-            backend,
-        ],
+        argv,
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -92,15 +98,20 @@ def fill_until_the_conductor_stops_reading(process: subprocess.Popen[bytes]) -> 
     raise AssertionError("the conductor kept reading")
 
 
+@pytest.mark.parametrize("library", [False, True], ids=["cli", "library"])
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_client_closing_its_input_ends_the_conductor_and_its_agent(backend):
-    process, child = start_conductor(backend)
+def test_client_closing_its_input_ends_the_conductor_and_its_agent(backend, library):
+    process, child = start_conductor(backend, library)
     try:
         assert fill_until_the_conductor_stops_reading(process) > 100_000
         assert process.stdin is not None
         process.stdin.close()
-        process.wait(WAIT)
+        code = process.wait(WAIT)
+        assert process.stderr is not None
+        err = process.stderr.read().decode()
+        assert code == 0, err
         assert not is_alive(child)
+        assert "the client closed its input" in err
     finally:
         stop_if_alive(process, child)
 

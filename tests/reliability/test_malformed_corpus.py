@@ -17,8 +17,8 @@ Decisions this corpus pins down where the reference leaves room:
   the request is answered by its id: a typed handler gets -32602 (the params
   are not echoed, since they cannot be read). Nothing is lost either way.
 * A line over the size cap is answered -32600 with ``data.reason`` =
-  ``"message_too_large"``, under the top-level id found in its first bytes or
-  in its last bytes (else null).
+  ``"message_too_large"``, under its top-level id wherever it is in the line
+  (else null); an answer to one of our requests fails that request.
 * Duplicate keys: the last one wins (as msgspec and serde_json's Value do).
 * ``_meta`` never shadows a parameter: it is its own field.
 """
@@ -644,6 +644,23 @@ RESPONSE_CASES: list[tuple[str, Any, list[Any], Any]] = [
     (
         "oversized_result_id_after_payload",
         lambda n: b'{"jsonrpc":"2.0","result":"' + b"r" * (CAP + 1) + b'","id":%d}' % n,
+        [],
+        (
+            "error",
+            -32603,
+            "Internal error",
+            {"reason": "message_too_large", "size": "SIZE", "limit": CAP, "method": "m"},
+        ),
+    ),
+    (
+        "oversized_result_id_between_two_payloads",
+        lambda n: (
+            b'{"jsonrpc":"2.0","result":{"text":"'
+            + b"r" * (CAP + 1)
+            + b'"},"id":%d,"_meta":{"trace":"' % n
+            + b"m" * (CAP + 1)
+            + b'"}}'
+        ),
         [],
         (
             "error",
