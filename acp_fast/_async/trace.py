@@ -42,6 +42,9 @@ MAX_QUEUED_BYTES = 64 * 1024 * 1024
 # How often the writer thread looks at the queue when nobody wakes it.
 _POLL_SECONDS = 0.05
 _clock = time.perf_counter
+# Events encoded and written at a time: a write releases the GIL, so the
+# connection's loop gets its turn between batches.
+_BATCH_EVENTS = 1024
 
 
 class _Message(msgspec.Struct):
@@ -160,6 +163,152 @@ _methods: dict[str, bytes] = {}
 _MAX_CACHED_METHODS = 4096
 
 
+def _ends_of(direction: str, hop: str, sender: str, receiver: str) -> bytes:
+    key = (direction, hop, sender, receiver)
+    ends = _ends.get(key)
+    if ends is None:
+        ends = b'"dir":%s,"hop":%s,"from":%s,"to":%s' % (
+            _encode(direction),
+            _encode(hop),
+            _encode(sender),
+            _encode(receiver),
+        )
+        _ends[key] = ends
+    return ends
+
+
+def _encode_common(
+    ts: bytes,
+    wall: bytes,
+    ends: bytes,
+    line: bytes,
+    message: _Message,
+    session: bytes | None = None,
+) -> bytes | None:
+    """A plain request, notification or response as an event line, formatted
+    around the message's own raw parts; None for the rest. ``session`` is the
+    session part when already known."""
+    method = message.method
+    if method is not None:
+        if method == _SUCCESSOR or method == _MCP_MESSAGE:
+            return None
+        name = _methods.get(method)
+        if name is None:
+            name = _encode(method)
+            if len(_methods) < _MAX_CACHED_METHODS:
+                _methods[method] = name
+        params = message.params or _NULL
+        if session is None:
+            session = b""
+            if b'"sessionId"' in line:
+                found, _ = _session_of(params)
+                if found is not None:
+                    session = b',"session":' + _encode(found)
+        if message.id:
+            return _REQUEST % (ts, wall, ends, message.id, name, session, params, line)
+        return _NOTIFICATION % (ts, wall, ends, name, session, params, line)
+    if message.id:
+        if message.error:
+            return _ERROR % (ts, wall, ends, message.id, message.error, line)
+        if message.result:
+            return _RESULT % (ts, wall, ends, message.id, message.result, line)
+    return None
+
+
+_REQUEST = (
+    b'{"type":"request","ts":%s,"wall":%s,%s,"protocol":"acp","id":%s,'
+    b'"method":%s%s,"params":%s,"raw":%s}'
+)
+_NOTIFICATION = (
+    b'{"type":"notification","ts":%s,"wall":%s,%s,"protocol":"acp",'
+    b'"method":%s%s,"params":%s,"raw":%s}'
+)
+_ERROR = b'{"type":"response","ts":%s,"wall":%s,%s,"id":%s,"is_error":true,"payload":%s,"raw":%s}'
+_RESULT = b'{"type":"response","ts":%s,"wall":%s,%s,"id":%s,"is_error":false,"payload":%s,"raw":%s}'
+_decode_messages = msgspec.json.Decoder(list[_Message]).decode
+_decode_params_list = msgspec.json.Decoder(list[_Params]).decode
+
+
+def _sessions_of(messages: list[_Message], lines: list[bytes]) -> list[bytes | None]:
+    """The session part of each message's event, the params of all that may
+    name one decoded in one call (None: left to ``_encode_common``)."""
+    sessions: list[bytes | None] = [b""] * len(messages)
+    wanted = [
+        i
+        for i, line in enumerate(lines)
+        if b'"sessionId"' in line and messages[i].method is not None and messages[i].params
+    ]
+    if not wanted:
+        return sessions
+    try:
+        heads = _decode_params_list(b"[" + b",".join([messages[i].params for i in wanted]) + b"]")
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        heads = None
+    if heads is None or len(heads) != len(wanted):
+        for i in wanted:
+            sessions[i] = None
+        return sessions
+    for i, head in zip(wanted, heads, strict=True):
+        found = head.sessionId
+        if type(found) is str:
+            sessions[i] = b',"session":' + _encode(found)
+    return sessions
+
+
+def encode_batch(items: list[tuple[Any, ...]], start: float, start_wall: float) -> bytes:
+    """Queued messages (clock, direction, hop, sender, receiver, data,
+    oversized) as event lines, each with its newline.
+
+    The whole batch is decoded in one call and its timestamps encoded in two,
+    so each event costs little more than one bytes formatting; a batch with
+    anything unusual in it (an oversized or invalid line, a JSON-RPC batch)
+    is encoded event by event.
+    """
+    lines = [data[:-1] if data[-1:] == b"\n" else data for _, _, _, _, _, data, _ in items]
+    stamps = [clock - start for clock, *_ in items]
+    try:
+        messages = _decode_messages(b"[" + b",".join(lines) + b"]")
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        messages = None
+    out: list[bytes] = []
+    if messages is not None and len(messages) == len(items):
+        # Equal counts: every line was exactly one JSON object of its own.
+        ts_list = _encode(stamps)[1:-1].split(b",")
+        wall_list = _encode([start_wall + ts for ts in stamps])[1:-1].split(b",")
+        sessions = _sessions_of(messages, lines)
+        for item, line, message, ts, wall, session in zip(
+            items, lines, messages, ts_list, wall_list, sessions, strict=True
+        ):
+            _, direction, hop, sender, receiver, data, oversized = item
+            encoded = None
+            if oversized is None:
+                ends = _ends_of(direction, hop, sender, receiver)
+                encoded = _encode_common(ts, wall, ends, line, message, session)
+            if encoded is None:
+                encoded = _encode_one(item, start, start_wall)
+            if encoded is not None:
+                out.append(encoded)
+    else:
+        for item in items:
+            encoded = _encode_one(item, start, start_wall)
+            if encoded is not None:
+                out.append(encoded)
+    if not out:
+        return b""
+    out.append(b"")
+    return b"\n".join(out)
+
+
+def _encode_one(item: tuple[Any, ...], start: float, start_wall: float) -> bytes | None:
+    clock, direction, hop, sender, receiver, data, oversized = item
+    ts = clock - start
+    try:
+        return encode_event(ts, start_wall + ts, direction, hop, sender, receiver, data, oversized)
+    except Exception:  # never lose the rest of the trace
+        log.exception("trace event not written")
+        return None
+
+
 def encode_event(
     ts: float,
     wall: float,
@@ -184,49 +333,15 @@ def encode_event(
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
             message = None
         if message is not None:
-            key = (direction, hop, sender, receiver)
-            ends = _ends.get(key)
-            if ends is None:
-                ends = b'"dir":%s,"hop":%s,"from":%s,"to":%s' % (
-                    _encode(direction),
-                    _encode(hop),
-                    _encode(sender),
-                    _encode(receiver),
-                )
-                _ends[key] = ends
-            stamps = (b',"ts":', _encode(ts), b',"wall":', _encode(wall), b",", ends)
-            method = message.method
-            if method is not None and method != _SUCCESSOR and method != _MCP_MESSAGE:
-                name = _methods.get(method)
-                if name is None:
-                    name = _encode(method)
-                    if len(_methods) < _MAX_CACHED_METHODS:
-                        _methods[method] = name
-                params = message.params or _NULL
-                session = b""
-                if b'"sessionId"' in line:
-                    found, _ = _session_of(params)
-                    if found is not None:
-                        session = b',"session":' + _encode(found)
-                if message.id:
-                    return b"".join(
-                        (b'{"type":"request"', *stamps, b',"protocol":"acp","id":', message.id,
-                         b',"method":', name, session, b',"params":', params, b',"raw":', line, b"}")
-                    )  # fmt: skip
-                return b"".join(
-                    (b'{"type":"notification"', *stamps, b',"protocol":"acp","method":', name,
-                     session, b',"params":', params, b',"raw":', line, b"}")
-                )  # fmt: skip
-            if method is None and message.id and (message.result or message.error):
-                if message.error:
-                    return b"".join(
-                        (b'{"type":"response"', *stamps, b',"id":', message.id,
-                         b',"is_error":true,"payload":', message.error, b',"raw":', line, b"}")
-                    )  # fmt: skip
-                return b"".join(
-                    (b'{"type":"response"', *stamps, b',"id":', message.id,
-                     b',"is_error":false,"payload":', message.result, b',"raw":', line, b"}")
-                )  # fmt: skip
+            encoded = _encode_common(
+                _encode(ts),
+                _encode(wall),
+                _ends_of(direction, hop, sender, receiver),
+                line,
+                message,
+            )
+            if encoded is not None:
+                return encoded
     return _encode(build_event(ts, wall, direction, hop, sender, receiver, data, oversized))
 
 
@@ -294,7 +409,7 @@ class TraceWriter:
             self.dropped += 1
             return
         self._enqueued_bytes += len(data)
-        queue.append((_clock() - self._start, direction, hop, sender, receiver, data, oversized))
+        queue.append((_clock(), direction, hop, sender, receiver, data, oversized))
 
     def _record_now(
         self,
@@ -323,30 +438,26 @@ class TraceWriter:
         queue = self._queue
         assert self._file is not None
         write = self._file.write
+        popleft = queue.popleft
+        start = self._start
         wall = self._start_wall
         while True:
+            # Woken only to stop: between polls the loop's appends pile up
+            # and are encoded as whole batches (docs/tracing.md).
             self._wake.wait(_POLL_SECONDS)
             stopping = self._wake.is_set()
-            chunk: list[bytes] = []
-            size = 0
             while queue:
-                now, direction, hop, sender, receiver, data, oversized = queue.popleft()
-                size += len(data)
-                self.recorded += 1  # the writer thread's own counter
+                count = min(len(queue), _BATCH_EVENTS)
+                items = [popleft() for _ in range(count)]
+                self.recorded += count  # the writer thread's own counter
+                size = 0
+                for item in items:
+                    size += len(item[5])
                 try:
-                    chunk.append(
-                        encode_event(
-                            now, wall + now, direction, hop, sender, receiver, data, oversized
-                        )
-                    )
+                    write(encode_batch(items, start, wall))
                 except Exception:  # never lose the rest of the trace
-                    log.exception("trace event not written")
-                if len(chunk) >= 256:  # a write releases the GIL: the loop gets its turn
-                    write(b"\n".join(chunk) + b"\n")
-                    chunk.clear()
-            if chunk:
-                write(b"\n".join(chunk) + b"\n")
-            self._written_bytes += size
+                    log.exception("trace events not written")
+                self._written_bytes += size
             self._file.flush()
             if stopping:
                 return

@@ -287,3 +287,28 @@ def test_the_fast_event_encoding_says_what_the_general_one_says(line: bytes):
     fast = json.loads(encode_event(*arguments))
     general = json.loads(msgspec.json.encode(build_event(*arguments)))
     assert fast == general
+
+
+@pytest.mark.parametrize("mixed", [False, True])
+def test_a_batch_of_events_is_written_as_each_event_alone_would_be(mixed: bool):
+    from acp_fast._async.trace import encode_batch, encode_event
+
+    lines = [
+        b'{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s"}}\n',
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{}}}',
+        b'{"jsonrpc":"2.0","id":"x","result":{"stopReason":"end_turn"}}',
+        b'{"jsonrpc":"2.0","id":2,"error":{"code":-32800,"message":"Request cancelled"}}',
+        b'{"jsonrpc":"2.0","method":"_proxy/successor","params":{"method":"a","params":{}}}',
+        b'{"id":1}',
+    ]
+    if mixed:
+        lines[2:2] = [b"[1, 2]", b"not json", b'{"a":1},{"b":2}']
+    items = [
+        (0.5 + i / 7, "in" if i % 2 else "out", "hop", "Agent", "Client", line, None)
+        for i, line in enumerate(lines)
+    ]
+    expected = b"".join(
+        encode_event(clock - 0.5, 1796160271.5 + (clock - 0.5), *rest[:-1]) + b"\n"
+        for clock, *rest in items
+    )
+    assert encode_batch(items, 0.5, 1796160271.5) == expected
