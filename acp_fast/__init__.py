@@ -43,13 +43,10 @@ from ._errors import ErrorCode as ErrorCode
 from ._errors import is_incoming_transport_closed as is_incoming_transport_closed
 from ._transports import ByteStreams as ByteStreams
 from ._transports import FdTransport as FdTransport
-from ._transports import HttpTransport as HttpTransport
 from ._transports import SocketListener as SocketListener
 from ._transports import SocketTransport as SocketTransport
 from ._transports import Subprocess as Subprocess
 from ._transports import Transport as Transport
-from ._transports import WebSocketError as WebSocketError
-from ._transports import WebSocketTransport as WebSocketTransport
 from ._transports import listen_tcp as listen_tcp
 from ._transports import listen_unix as listen_unix
 from ._transports import stdio as stdio
@@ -58,7 +55,9 @@ from ._transports import unix as unix
 from ._version import __version__ as __version__
 
 # The typed, class-based API loads the generated schema, which a program that
-# only speaks raw JSON-RPC never needs: it is imported on first use.
+# only speaks raw JSON-RPC never needs, and the remote transports bring HTTP
+# and WebSocket machinery a stdio program never needs: both are imported on
+# first use.
 _LAZY = {
     "AgentConnection": "._typed.client",
     "AgentConnectionV2": "._typed.v2",
@@ -67,7 +66,10 @@ _LAZY = {
     "BaseClient": "._typed.client",
     "BaseClientV2": "._typed.v2",
     "ClientConnection": "._typed.agent",
+    "HttpTransport": "._transports.remote.http_client",
     "Terminal": "._typed.agent",
+    "WebSocketError": "._transports.remote.ws_client",
+    "WebSocketTransport": "._transports.remote.ws_client",
     "agent_builder": "._typed.agent",
     "client_builder": "._typed.client",
     "connect_to_agent": "._typed.client",
@@ -80,6 +82,9 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
+    from ._transports import HttpTransport as HttpTransport
+    from ._transports import WebSocketError as WebSocketError
+    from ._transports import WebSocketTransport as WebSocketTransport
     from ._typed.agent import BaseAgent as BaseAgent
     from ._typed.agent import ClientConnection as ClientConnection
     from ._typed.agent import Terminal as Terminal

@@ -19,11 +19,35 @@ Channel (see acp_fast/_io/) and closes it when the connection ends.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .base import ByteStreams, FdTransport, Transport, stdio
-from .remote.http_client import HttpTransport
-from .remote.ws_client import WebSocketError, WebSocketTransport
 from .sockets import SocketListener, SocketTransport, listen_tcp, listen_unix, tcp, unix
 from .subprocess import Subprocess
+
+# The remote transports bring HTTP and WebSocket machinery that a stdio agent
+# never uses; they are imported on first use, off the start-up path.
+_REMOTE = {
+    "HttpTransport": ".remote.http_client",
+    "WebSocketError": ".remote.ws_client",
+    "WebSocketTransport": ".remote.ws_client",
+}
+
+if TYPE_CHECKING:
+    from .remote.http_client import HttpTransport
+    from .remote.ws_client import WebSocketError, WebSocketTransport
+
+
+def __getattr__(name: str) -> object:
+    module = _REMOTE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = (
     "ByteStreams",

@@ -28,6 +28,7 @@ cancelled with it (``$/cancel_request``), as the protocol asks. Override
 from __future__ import annotations
 
 import logging
+import types
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -39,7 +40,7 @@ from .._async.requests import SentRequest
 from .._async.roles import Agent
 from .._errors import Error
 from .._transports import Transport, stdio
-from ..schema import v1, v1_unstable
+from ..schema import v1
 from .endpoint import DEFAULT_MAX_CONCURRENT_REQUESTS, Endpoint, overrides
 from .lenient import legacy_initialize
 from .methods import V1_AGENT_METHODS, V1_UNSTABLE_AGENT_METHODS, AgentMethods
@@ -228,9 +229,15 @@ class AgentEndpoint(Endpoint):
     """Serves a BaseAgent: tracks each session's running prompt."""
 
     def __init__(self, agent: BaseAgent) -> None:
-        table, schema = (
-            (V1_UNSTABLE_AGENT_METHODS, v1_unstable) if agent.unstable else (V1_AGENT_METHODS, v1)
-        )
+        schema: types.ModuleType
+        if agent.unstable:
+            # Imported here: the unstable schema is as big again as v1, and
+            # an agent on the stable one should not pay for it at start-up.
+            from ..schema import v1_unstable
+
+            table, schema = V1_UNSTABLE_AGENT_METHODS, v1_unstable
+        else:
+            table, schema = V1_AGENT_METHODS, v1
         super().__init__(agent, BaseAgent, table, schema, agent.max_concurrent_requests)
         # Running prompts by (connection, session): one agent may serve
         # several clients, whose session ids may be the same.

@@ -26,9 +26,10 @@ agent for a permission request answers it the same way.
 from __future__ import annotations
 
 import os
+import types
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import anyio
 
@@ -39,10 +40,13 @@ from .._async.responder import Responder
 from .._async.roles import Client
 from .._errors import Error
 from .._transports import Subprocess, Transport
-from ..schema import v1, v1_unstable
+from ..schema import v1
 from .endpoint import DEFAULT_MAX_CONCURRENT_REQUESTS, Endpoint
 from .methods import V1_CLIENT_METHODS, V1_UNSTABLE_CLIENT_METHODS, ClientMethods
 from .signatures import check_handler_signatures
+
+if TYPE_CHECKING:
+    from ..schema import v1_unstable
 
 __all__ = ("AgentConnection", "BaseClient", "client_builder", "connect_to_agent", "spawn_agent")
 
@@ -74,11 +78,15 @@ class ClientEndpoint(Endpoint):
     """Serves a BaseClient: pending permission requests are cancellable by session."""
 
     def __init__(self, client: BaseClient) -> None:
-        table, schema = (
-            (V1_UNSTABLE_CLIENT_METHODS, v1_unstable)
-            if client.unstable
-            else (V1_CLIENT_METHODS, v1)
-        )
+        schema: types.ModuleType
+        if client.unstable:
+            # Imported here: a client on the stable schema does not load the
+            # unstable one at start-up.
+            from ..schema import v1_unstable
+
+            table, schema = V1_UNSTABLE_CLIENT_METHODS, v1_unstable
+        else:
+            table, schema = V1_CLIENT_METHODS, v1
         super().__init__(client, BaseClient, table, schema, client.max_concurrent_requests)
         self.permissions: dict[str, set[anyio.CancelScope]] = {}
 
@@ -283,6 +291,8 @@ class AgentConnection:
         additional_directories: Sequence[str] | None = None,
     ) -> v1_unstable.ForkSessionResponse:
         """``session/fork`` (unstable schema): a new session with this one's history."""
+        from ..schema import v1_unstable
+
         request = v1_unstable.ForkSessionRequest(session_id=session_id, cwd=cwd)
         if mcp_servers is not None:
             request.mcp_servers = list(mcp_servers)
