@@ -42,6 +42,7 @@ from acp_fast import helpers as h
 from acp_fast.schema import v1
 
 SCRIPT = str(Path(__file__).resolve())
+WS_IMPL = "wsproto"
 
 
 # -- the agent ------------------------------------------------------------------
@@ -92,13 +93,13 @@ class LoadAgent(acp.BaseAgent):
         return v1.PromptResponse(stop_reason="end_turn")
 
 
-def serve_main(kind: str, port: int) -> None:
+def serve_main(kind: str, port: int, ws: str) -> None:
     import uvicorn
 
     from acp_fast.http import AcpApp
 
     app = AcpApp(rates_agent) if kind == "rates" else AcpApp(LoadAgent, idle_timeout=600)
-    uvicorn.run(app, host="127.0.0.1", port=port, ws="wsproto", log_level="warning", backlog=4096)
+    uvicorn.run(app, host="127.0.0.1", port=port, ws=ws, log_level="warning", backlog=4096)
 
 
 # -- helpers ----------------------------------------------------------------------
@@ -114,9 +115,9 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(kind: str) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(kind: str, ws: str) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
-    process = subprocess.Popen([sys.executable, SCRIPT, "serve", kind, str(port)])
+    process = subprocess.Popen([sys.executable, SCRIPT, "serve", kind, str(port), "--ws", ws])
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -196,10 +197,10 @@ async def measure_rates(kind: str, base: str, n: int, notes: int) -> dict[str, f
 
 
 def rates(args: argparse.Namespace) -> dict[str, Any]:
-    server, base = start_server("rates")
+    server, base = start_server("rates", args.ws_impl)
     table: dict[str, dict[str, float]] = {}
     try:
-        for kind in ("stdio", "ws", "http"):
+        for kind in args.kinds.split(","):
             log(f"rates over {kind}...")
             table[kind] = anyio.run(measure_rates, kind, base, args.n, args.notes)
     finally:
@@ -207,7 +208,8 @@ def rates(args: argparse.Namespace) -> dict[str, Any]:
         server.wait(10)
     ratios = {
         kind: {row: round(table[kind][row] / table["stdio"][row], 3) for row in table["stdio"]}
-        for kind in ("ws", "http")
+        for kind in table
+        if kind != "stdio" and "stdio" in table
     }
     rounded = {
         kind: {row: round(rate) for row, rate in rows.items()} for kind, rows in table.items()
@@ -314,7 +316,7 @@ async def load_run(args: argparse.Namespace, base: str, server_pid: int) -> dict
 def load(args: argparse.Namespace) -> dict[str, Any]:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    server, base = start_server("load")
+    server, base = start_server("load", args.ws_impl)
     try:
         return anyio.run(load_run, args, base, server.pid)
     finally:
@@ -328,6 +330,7 @@ def main() -> None:
     r = commands.add_parser("rates")
     r.add_argument("--n", type=int, default=5000)
     r.add_argument("--notes", type=int, default=20000)
+    r.add_argument("--kinds", default="stdio,ws,http", help="which transports, in order")
     ld = commands.add_parser("load")
     ld.add_argument("--ws", type=int, default=1000)
     ld.add_argument("--http", type=int, default=200)
@@ -337,10 +340,15 @@ def main() -> None:
     s = commands.add_parser("serve")
     s.add_argument("kind")
     s.add_argument("port", type=int)
+    s.add_argument("--ws", default=WS_IMPL)
     commands.add_parser("stdio")
+    for command in (r, ld):
+        command.add_argument(
+            "--ws-impl", default=WS_IMPL, help="uvicorn's WebSocket implementation (its --ws)"
+        )
     args = parser.parse_args()
     if args.command == "serve":
-        serve_main(args.kind, args.port)
+        serve_main(args.kind, args.port, args.ws)
     elif args.command == "stdio":
         anyio.run(rates_agent().connect_to, acp.stdio())
     else:
