@@ -90,16 +90,8 @@ class Admission:
         self._finish_waiting(waiting)
         if by_peer:
             self._answer_cancelled_by_peer(waiting)
-            return
-        responder = waiting.responder
-        if responder.answered:
-            return
-        try:
-            result = self.endpoint.cancelled_result(waiting.name, waiting.request)
-        except Error as error:
-            responder.respond_with_error(error)
         else:
-            responder.respond({} if result is None else result)
+            _answer(waiting, self.endpoint.cancelled_result)
 
     def _finish_waiting(self, waiting: Waiting) -> None:
         if waiting.watch is not None:
@@ -196,15 +188,7 @@ class Admission:
         return worker.take()
 
     def _answer_cancelled_by_peer(self, job: Waiting) -> None:
-        responder = job.responder
-        if responder.answered:
-            return
-        try:
-            result = self.endpoint.cancelled_by_peer(job.name, job.request)
-        except Error as error:
-            responder.respond_with_error(error)
-        else:
-            responder.respond({} if result is None else result)
+        _answer(job, self.endpoint.cancelled_by_peer)
 
     def _next_waiting(self) -> Waiting | None:
         """The oldest waiting request, taken out of the queue."""
@@ -217,6 +201,20 @@ class Admission:
         if waiting.scope is not None:
             self.waiting_scopes.pop(waiting.scope, None)
         return waiting
+
+
+def _answer(job: Waiting, outcome: Callable[[str, Any], Any]) -> None:
+    """Answer a request that did not run with ``outcome(name, request)``:
+    its value (None answers ``{}``), or the ``acp.Error`` it raises."""
+    responder = job.responder
+    if responder.answered:
+        return
+    try:
+        result = outcome(job.name, job.request)
+    except Error as error:
+        responder.respond_with_error(error)
+    else:
+        responder.respond({} if result is None else result)
 
 
 class Waiting:
