@@ -23,21 +23,23 @@ optional dependency prints one line naming the extra that brings it.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    # argparse is imported when a parser is built: ``example-agent``, which an
+    # editor spawns for every window, is parsed without it (``_agent_backend``).
+    import argparse
     from pathlib import Path
 
 __all__ = ("MissingExtra", "Runner", "command", "main", "require")
 
 #: Runs a parsed subcommand; returns the exit status.
-Runner = Callable[[argparse.Namespace], int]
+Runner = Callable[["argparse.Namespace"], int]
 #: Adds a subcommand's options to its parser and returns its runner.
-Setup = Callable[[argparse.ArgumentParser], Runner]
+Setup = Callable[["argparse.ArgumentParser"], Runner]
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE
@@ -87,10 +89,13 @@ def command(
     return register
 
 
+_BACKENDS = ("asyncio", "trio")
+
+
 def _add_backend(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--backend",
-        choices=("asyncio", "trio"),
+        choices=_BACKENDS,
         default="asyncio",
         help="event loop to run on (default: asyncio; trio needs the 'trio' extra)",
     )
@@ -135,12 +140,38 @@ def _example_agent(parser: argparse.ArgumentParser) -> Runner:
     _add_backend(parser)
 
     def run(args: argparse.Namespace) -> int:
-        _require_backend(args.backend, "acp-fast example-agent")
-        from .examples.agent import run_example_agent
-
-        return run_example_agent(backend=args.backend)
+        return _run_example_agent(args.backend)
 
     return run
+
+
+def _run_example_agent(backend: str) -> int:
+    _require_backend(backend, "acp-fast example-agent")
+    from .examples.agent import run_example_agent
+
+    return run_example_agent(backend=backend)
+
+
+def _agent_backend(arguments: Sequence[str]) -> str | None:
+    """The backend of ``example-agent [--backend NAME]``; None for any other line.
+
+    An editor spawns the agent for every window it opens, and building the
+    parser (argparse, its help formatter, every subcommand) costs about 5 ms
+    of the time to the first answer (benchmarks/README.md, "Start-up"). Any
+    other spelling, ``--help`` or an error goes through argparse as before.
+    """
+    if arguments[:1] != ["example-agent"]:
+        return None
+    rest = arguments[1:]
+    if not rest:
+        return "asyncio"
+    if len(rest) == 2 and rest[0] == "--backend":
+        backend = rest[1]
+    elif len(rest) == 1 and rest[0].startswith("--backend="):
+        backend = rest[0].partition("=")[2]
+    else:
+        return None
+    return backend if backend in _BACKENDS else None
 
 
 @command(
@@ -372,39 +403,25 @@ def version_text() -> str:
     )
 
 
-class _HelpFormatter(argparse.HelpFormatter):
-    """Descriptions wrap to the terminal; the examples keep their lines."""
-
-    def _fill_text(self, text: str, width: int, indent: str) -> str:
-        if text.startswith("examples:"):
-            return "".join(indent + line for line in text.splitlines(keepends=True))
-        return super()._fill_text(text, width, indent)
-
-
-class _VersionAction(argparse.Action):
-    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
-        super().__init__(option_strings, dest, nargs=0, help="print version, core and Python")
-
-    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
-        print(version_text())
-        parser.exit()
-
-
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The top-level parser with every registered subcommand.
 
     Only the subcommand named in ``argv`` (the first argument that is not an
     option) gets its options, so that no other command's imports are paid for.
     """
+    import argparse
+
+    from ._cli_help import HelpFormatter, VersionAction
+
     chosen = _chosen(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(
         prog="acp-fast",
         description="The Agent Client Protocol (ACP) for Python: examples, a conductor, "
         "benchmarks and the code generator.",
         epilog="Run 'acp-fast COMMAND --help' for a command's options and examples.",
-        formatter_class=_HelpFormatter,
+        formatter_class=HelpFormatter,
     )
-    parser.add_argument("--version", action=_VersionAction)
+    parser.add_argument("--version", action=VersionAction)
     commands = parser.add_subparsers(
         title="commands", dest="command", required=True, metavar="COMMAND"
     )
@@ -415,7 +432,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
             help=entry.summary,
             description=entry.description,
             epilog=f"examples:\n{examples}" if examples else None,
-            formatter_class=_HelpFormatter,
+            formatter_class=HelpFormatter,
         )
         if chosen in (None, entry.name):
             sub.set_defaults(run=entry.setup(sub))
@@ -438,8 +455,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             from ._trace_cli import main as trace_main
 
             return trace_main(arguments[1:])
-        args = build_parser(argv).parse_args(argv)
-        status: int = args.run(args)
+        backend = _agent_backend(arguments)
+        if backend is not None:
+            status = _run_example_agent(backend)
+        else:
+            args = build_parser(argv).parse_args(argv)
+            status = args.run(args)
         sys.stdout.flush()
         return status
     except MissingExtra as exc:

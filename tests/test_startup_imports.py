@@ -43,3 +43,32 @@ def test_unstable_agent_and_client_still_load_the_unstable_schema():
         "C = type('C', (acp_fast.BaseClient,), {'unstable': True}); ClientEndpoint(C())"
     )
     assert loaded_after(code, "acp_fast.schema.v1_unstable") == [True]
+
+
+def serve_example_agent_and_probe(*arguments: str) -> list[bool]:
+    # The agent reads an empty stdin, ends, and the probe runs in its process.
+    code = (
+        "import sys; from acp_fast._cli import main; "
+        f"status = main({list(arguments)!r}); "
+        "print(status, 'argparse' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    status, loaded = result.stdout.split()
+    return [status == "0", loaded == "True"]
+
+
+def test_example_agent_command_line_is_parsed_without_argparse():
+    assert serve_example_agent_and_probe("example-agent") == [True, False]
+    assert serve_example_agent_and_probe("example-agent", "--backend", "asyncio") == [True, False]
+    assert serve_example_agent_and_probe("example-agent", "--backend=asyncio") == [True, False]
+
+
+def test_other_spellings_of_the_example_agent_still_go_through_argparse():
+    # An abbreviated option is argparse's to understand.
+    assert serve_example_agent_and_probe("example-agent", "--back", "asyncio") == [True, True]
