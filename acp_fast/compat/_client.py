@@ -23,6 +23,7 @@ import anyio
 from .._async.connection import ConnectionTo
 from .._async.messages import UntypedMessage
 from .._async.roles import Client as ClientRole
+from .._errors import Error
 from .._transports import Subprocess, Transport
 from .._typed.client import BaseClient, ClientEndpoint
 from .._typed.endpoint import DEFAULT_MAX_CONCURRENT_REQUESTS, Endpoint
@@ -31,6 +32,7 @@ from ..schema import v1, v1_unstable
 from . import _models
 from ._kwargs import Forward, request
 from ._streams import transport_for
+from .exceptions import RequestError
 from .interfaces import Client, implemented
 
 __all__ = (
@@ -56,19 +58,22 @@ class _Handlers:
         for name in table.values():
             if implemented(client, Client, name):
                 setattr(self, name, Forward(getattr(client, name)))
+        # Looked up once: extension methods are the per-message hot path.
+        self._ext_method = client.ext_method if implemented(client, Client, "ext_method") else None
+        self._ext_notification = (
+            client.ext_notification if implemented(client, Client, "ext_notification") else None
+        )
 
     async def ext_method(self, method: str, params: Any) -> Any:
-        if not implemented(self.client, Client, "ext_method"):
-            from .exceptions import RequestError
-
+        ext_method = self._ext_method
+        if ext_method is None:
             raise RequestError.method_not_found(method)
-        return await self.client.ext_method(method[1:], params if isinstance(params, dict) else {})
+        return await ext_method(method[1:], params if isinstance(params, dict) else {})
 
     async def ext_notification(self, method: str, params: Any) -> None:
-        if implemented(self.client, Client, "ext_notification"):
-            await self.client.ext_notification(
-                method[1:], params if isinstance(params, dict) else {}
-            )
+        ext_notification = self._ext_notification
+        if ext_notification is not None:
+            await ext_notification(method[1:], params if isinstance(params, dict) else {})
 
 
 class CompatClientEndpoint(ClientEndpoint):
@@ -171,7 +176,9 @@ class ClientSideConnection:
         return self._cx
 
     async def _request(self, message: Any) -> Any:
-        cx = await self._connection()
+        cx = self._cx
+        if cx is None:
+            cx = await self._connection()
         return await request(cx.send_request(message))
 
     async def _notify(self, message: Any) -> None:
@@ -323,7 +330,16 @@ class ClientSideConnection:
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> Any:
         """Send the extension request ``_<method>``; its result as plain JSON."""
-        return await self._request(UntypedMessage(f"_{method}", params))
+        cx = self._cx
+        if cx is None:
+            cx = await self._connection()
+        # request_json, inlined: one coroutine less per round trip.
+        try:
+            return await cx.send_request(UntypedMessage(f"_{method}", params))
+        except RequestError:
+            raise
+        except Error as error:
+            raise RequestError.from_error(error) from None
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         await self._notify(UntypedMessage(f"_{method}", params))

@@ -10,7 +10,7 @@ from .._errors import Error
 from ._models import CompatModel, to_compat
 from .exceptions import RequestError
 
-__all__ = ("Forward", "request")
+__all__ = ("Forward", "request", "request_json")
 
 
 class Forward:
@@ -64,3 +64,14 @@ async def request(sent: Awaitable[Any]) -> Any:
     except Error as error:
         raise RequestError.from_error(error) from None
     return to_compat(value)
+
+
+async def request_json(sent: Awaitable[Any]) -> Any:
+    """``request`` for an untyped (extension) request: its result is plain
+    JSON, with no generated classes to convert."""
+    try:
+        return await sent
+    except RequestError:
+        raise
+    except Error as error:
+        raise RequestError.from_error(error) from None

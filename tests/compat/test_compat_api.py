@@ -365,6 +365,34 @@ async def test_errors_are_request_errors_with_code_and_data() -> None:
             assert missing.value.code == -32601
 
 
+class _PlainAgent:
+    """An official-style agent with no extension methods."""
+
+    async def initialize(self, protocol_version: int, **_: Any) -> Any:
+        return InitializeResponse(protocol_version=protocol_version)
+
+
+class _RefusingAgent(_PlainAgent):
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise acp.RequestError.invalid_params({"method": method})
+
+
+async def test_extension_errors_reach_the_caller_as_request_errors() -> None:
+    with anyio.fail_after(TIMEOUT):
+        async with connected(_RefusingAgent(), OfficialStyleClient()) as conn:  # type: ignore[arg-type]
+            with pytest.raises(acp.RequestError) as refused:
+                await conn.ext_method("agent/x", {})
+            assert (refused.value.code, refused.value.data) == (-32602, {"method": "agent/x"})
+        async with connected(_PlainAgent(), OfficialStyleClient()) as conn:  # type: ignore[arg-type]
+            with pytest.raises(acp.RequestError) as missing:
+                await conn.ext_method("agent/x", {})
+            assert missing.value.code == -32601
+            # The notification is dropped; the connection still answers.
+            await conn.ext_notification("agent/note", {})
+            with pytest.raises(acp.RequestError):
+                await conn.ext_method("agent/y", {})
+
+
 async def test_models_behave_like_the_official_ones() -> None:
     caps = ClientCapabilities()
     assert caps.fs.read_text_file is False and caps.terminal is False
