@@ -30,13 +30,20 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import anyio
 import msgspec
 
-from .._core import SETTLED_ERROR, SETTLED_LOST, OutgoingRequest, RequestTable, is_valid_id
+from .._core import (
+    SETTLED_ERROR,
+    SETTLED_LOST,
+    OutgoingRequest,
+    OversizedLine,
+    RequestTable,
+    is_valid_id,
+)
 from .._errors import Error
 from .._io.backend import Backend
 from .._io.channel import Channel, ChannelError
@@ -333,7 +340,11 @@ class ConnectionTo(Inbound, Generic[R]):
             group.start_soon(self._run_spawned, runner, (self,))
 
     async def _serve(self) -> None:
-        if await self._read_loop():
+        if await self._read():
+            await self._eof_sequence()
+
+    async def _read_on(self, rest: Iterator[bytes | OversizedLine]) -> None:
+        if await self._read(rest):
             await self._eof_sequence()
 
     async def _run_channel(self) -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import msgspec
@@ -65,7 +65,14 @@ from .responder import Batch, Responder
 if TYPE_CHECKING:
     from .roles import Role
 
-__all__ = ("Dispatcher", "DynamicHandlerGuard", "describe", "is_abort", "is_spurious_cancel")
+__all__ = (
+    "Detachable",
+    "Dispatcher",
+    "DynamicHandlerGuard",
+    "describe",
+    "is_abort",
+    "is_spurious_cancel",
+)
 
 log = logging.getLogger("acp_fast")
 
@@ -119,6 +126,22 @@ def describe(exc: BaseException) -> str:
     return (f"{name}: {text}" if text else name)[:1000]
 
 
+class Detachable(Protocol):
+    """A request handler that may go on without the dispatch loop.
+
+    A class-API request runs its first step in the dispatch loop; if it
+    suspends there, the loop goes on reading in a new task and the request
+    finishes in the task that started it (docs/semantics.md §2.4, eager
+    start). The handler names itself in ``_detaching`` during that step.
+    """
+
+    @property
+    def responder(self) -> Responder[Any]: ...
+
+    def cancelled_while_detached(self) -> None:
+        """The peer cancelled the request while it was suspended: answer it."""
+
+
 class DynamicHandlerGuard:
     """Keeps a dynamic handler registered; ``remove()`` (or dropping it)
     deactivates it at once, ``detach()`` keeps it for the connection's life."""
@@ -145,6 +168,7 @@ class Dispatcher(Outbox):
 
     role: Role
     _dispatch_task: object  # set by the read loop (inbound.py)
+    _detaching: Detachable | None  # likewise
     # Set by the connection's lifecycle (connection.py).
     _task_group: anyio.abc.TaskGroup | None
     _running: bool

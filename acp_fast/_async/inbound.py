@@ -7,7 +7,10 @@ switch (``_take``) sends a request, a notification or a response to dispatch,
 for a lone message and for each entry of a batch alike. Lines that are not
 JSON, too large or not JSON-RPC get their error answer here, and the loop goes
 on. Handlers run in the loop, so a slow handler stops reading and the peer's
-writes block: that is the backpressure, and it bounds memory. A request that
+writes block: that is the backpressure, and it bounds memory. The exception
+is a request that *detaches* (a class-API method that suspends in its first
+step, see ``Detachable``): the loop goes on reading in a new task, and the
+request finishes in the old one (docs/semantics.md §2.4, eager start). A request that
 arrives while more than ``HIGH_WATER`` of our output is unwritten waits, and
 the loop with it, until the peer has taken that output (docs/semantics.md
 §2.4, output backpressure); before each read, a class-API endpoint with a
@@ -19,7 +22,7 @@ from __future__ import annotations
 import logging
 import types
 from collections import deque
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import Callable, Coroutine, Generator, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import anyio
@@ -49,7 +52,7 @@ from .._errors import Error
 from .._io.backend import Backend
 from .._io.channel import Channel, ChannelError
 from . import _wire
-from .dispatch import Dispatcher, is_abort, is_spurious_cancel
+from .dispatch import Detachable, Dispatcher, is_abort, is_spurious_cancel
 from .handlers import HandlerEntry
 from .outbox import HIGH_WATER
 from .responder import Batch
@@ -57,7 +60,7 @@ from .responder import Batch
 if TYPE_CHECKING:
     from .roles import Role
 
-__all__ = ("Admission", "Inbound")
+__all__ = ("Admission", "Detached", "Inbound")
 
 log = logging.getLogger("acp_fast")
 
@@ -107,6 +110,25 @@ def _resume(
             raise
 
 
+class Detached:
+    """A request that suspended in its first step, and the lines the next
+    reader takes up (returned by ``Inbound._read_loop``)."""
+
+    __slots__ = ("entry", "lines", "pending", "yielded")
+
+    def __init__(
+        self,
+        pending: Coroutine[Any, Any, object],
+        yielded: Any,
+        entry: Detachable,
+        lines: Iterator[bytes | OversizedLine],
+    ) -> None:
+        self.pending = pending
+        self.yielded = yielded
+        self.entry = entry
+        self.lines = lines
+
+
 class Admission(Protocol):
     """Lets waiting requests run before more input is read."""
 
@@ -139,12 +161,21 @@ class Inbound(Dispatcher):
         # Consulted before each read: a class-API endpoint with a long queue
         # of waiting requests (acp_fast/_typed/endpoint.py).
         self._admission: Admission | None = None
+        # During a handler's first step in the loop: True while a request
+        # may detach (not in a batch, not behind backpressure), and the
+        # request that will, once its handler says so (see Detachable).
+        self._may_detach = False
+        self._detaching = None
         self._non_json: deque[str] = deque(maxlen=5)
         self._at_start = True  # no byte read yet past a possible BOM
         self._first_bytes = b""  # the first bytes, while they may be part of one
 
-    async def _read_loop(self) -> bool:
-        """Read and dispatch until EOF (returns True) or a failure (False)."""
+    async def _read_loop(
+        self, rest: Iterator[bytes | OversizedLine] | None = None
+    ) -> bool | Detached:
+        """Read and dispatch until EOF (returns True), a failure (False), or a
+        request that detaches (returned: see ``Detachable``). ``rest``: the
+        lines a detached request's reader left, taken up first."""
         self._dispatch_task = self._backend.current_task()
         channel = self._channel
         framer = self._framer
@@ -152,29 +183,32 @@ class Inbound(Dispatcher):
         try:
             while True:
                 self._flush()
-                admission = self._admission
-                if admission is not None and admission.congested():
-                    await admission.make_room()
-                try:
-                    data = await channel.receive()
-                except ChannelError as exc:
-                    during = " during outgoing drain" if self._drain_scope is not None else ""
-                    self._fail(Error.internal_error(f"transport read failed{during}: {exc}"))
-                    return False
-                if not data:
-                    break
-                if self._at_start:
-                    # docs/semantics.md §1.4: a UTF-8 byte-order mark before
-                    # the first line is skipped (only there: per read, not
-                    # per line).
-                    data = self._strip_bom(data)
+                if rest is not None:
+                    lines, rest = rest, None
+                else:
+                    admission = self._admission
+                    if admission is not None and admission.congested():
+                        await admission.make_room()
+                    try:
+                        data = await channel.receive()
+                    except ChannelError as exc:
+                        during = " during outgoing drain" if self._drain_scope is not None else ""
+                        self._fail(Error.internal_error(f"transport read failed{during}: {exc}"))
+                        return False
                     if not data:
-                        continue
-                if self._output_broken is not None and not self._closed.is_set():
-                    self._fail(self._output_broken)
-                    return False
-                lines = framer.feed(data)
-                channel.read_hint = framer.buffered
+                        break
+                    if self._at_start:
+                        # docs/semantics.md §1.4: a UTF-8 byte-order mark before
+                        # the first line is skipped (only there: per read, not
+                        # per line).
+                        data = self._strip_bom(data)
+                        if not data:
+                            continue
+                    if self._output_broken is not None and not self._closed.is_set():
+                        self._fail(self._output_broken)
+                        return False
+                    lines = iter(framer.feed(data))
+                    channel.read_hint = framer.buffered
                 self._sync = True
                 try:
                     for line in lines:
@@ -183,6 +217,7 @@ class Inbound(Dispatcher):
                             # Run the entry's first step here; only if it
                             # suspends does anything need flushing first.
                             aborted: BaseException | None = None
+                            self._may_detach = True
                             try:
                                 yielded = pending.send(None)
                             except StopIteration:
@@ -192,12 +227,25 @@ class Inbound(Dispatcher):
                                     raise
                                 aborted = exc
                             else:
+                                detaching = self._detaching
+                                if detaching is not None:
+                                    # A request suspended: it goes on in this
+                                    # task, and reading in a new one.
+                                    self._may_detach = False
+                                    self._detaching = None
+                                    self._sync = False
+                                    self._flush()
+                                    return Detached(pending, yielded, detaching, lines)
+                                self._may_detach = False
                                 self._sync = False
                                 self._flush()
                                 try:
                                     aborted = await _resume(pending, yielded)
                                 finally:
                                     self._sync = True
+                            finally:
+                                self._may_detach = False
+                                self._detaching = None
                             if aborted is not None:
                                 if is_spurious_cancel(aborted):
                                     log.error("a handler raised CancelledError", exc_info=aborted)
@@ -215,15 +263,52 @@ class Inbound(Dispatcher):
                     self._sync = False
             if self._at_start and self._first_bytes:
                 framer.feed(self._first_bytes)  # a lone prefix of a BOM at EOF
-            rest = framer.close()
-            if rest is not None:
-                pending = receive(rest)
+            rest_line = framer.close()
+            if rest_line is not None:
+                pending = receive(rest_line)
                 if pending is not None:
                     await pending
             self._flush()
         finally:
             self._dispatch_task = None
         return True
+
+    async def _read(self, rest: Iterator[bytes | OversizedLine] | None = None) -> bool | None:
+        """A reader's task: read until EOF (True) or a failure (False). When a
+        request detaches (see ``Detachable``), a new task reads on and this
+        one finishes the request, then returns None."""
+        with anyio.CancelScope() as scope:
+            outcome = await self._read_loop(rest)
+            if not isinstance(outcome, Detached):
+                return outcome
+            detached = outcome
+            group = self._task_group
+            assert group is not None
+            group.start_soon(self._read_on, detached.lines)
+            # The peer's $/cancel_request stops the request at its current
+            # await: this task now runs it alone.
+            state = detached.entry.responder.cancellation()._state
+            if state.fired:
+                scope.cancel()
+            else:
+                state.add_callback(scope.cancel)
+            try:
+                aborted = await _resume(detached.pending, detached.yielded)
+            finally:
+                state.remove_callback(scope.cancel)
+            if aborted is not None:
+                if is_spurious_cancel(aborted):
+                    log.error("a handler raised CancelledError", exc_info=aborted)
+                else:
+                    self._fail(aborted)  # as in the loop (see _read_loop)
+        if scope.cancelled_caught:
+            detached.entry.cancelled_while_detached()
+        return None
+
+    async def _read_on(self, rest: Iterator[bytes | OversizedLine]) -> None:
+        """The reader after a detached request (the connection's lifecycle
+        runs what follows the read loop: connection.py)."""
+        raise NotImplementedError
 
     def _strip_bom(self, data: bytes) -> bytes:
         data = self._first_bytes + data
@@ -359,6 +444,9 @@ class Inbound(Dispatcher):
         self._enqueue(_wire.encode_error(None, Error.invalid_request(data).to_dict()))
 
     async def _receive_batch(self, entries: list[Any]) -> None:
+        # A batch's requests do not detach: their entries are offered one
+        # after another by this coroutine (class-API ones queue for workers).
+        self._may_detach = False
         batch = Batch(self._enqueue, self._max_message_size)
         for entry in entries:
             if type(entry) is not dict:

@@ -30,6 +30,12 @@ class ConnectionPort(Protocol):
     _backend: Backend
     # The dispatch loop's task while it runs (awaiting a response there deadlocks).
     _dispatch_task: object
+
+    @property
+    def _detaching(self) -> object:
+        """A request whose handler runs its first step in that loop and will
+        detach from it if it suspends (inbound.py): then awaiting is fine."""
+
     # The connection's requests both ways: responders check and drop theirs.
     _table: RequestTable
     # True once nothing more can be sent.

@@ -406,7 +406,7 @@ class SentRequest(_Handle[T]):
         request = self._request
         if self._consumed:
             self._check_unconsumed()
-        if conn._backend.current_task() is conn._dispatch_task:
+        if conn._backend.current_task() is conn._dispatch_task and conn._detaching is None:
             raise RuntimeError(
                 f"awaiting the response to {request.method!r} inside the dispatch loop "
                 "would deadlock: the response is read by this same loop. Run this code "

@@ -1,12 +1,14 @@
 """Admission: which of a connection's class-API requests run, and which wait.
 
 A class-based endpoint runs at most ``max_concurrent_requests`` requests of a
-connection at once, on workers: tasks kept for the connection's life that
-run one request after another and park while idle (a task per request would
-cost more than most requests do). A request beyond the limit waits in a
-queue while the dispatch loop reads on, so responses, cancellations and EOF
-are always acted on (docs/semantics.md §2.4). A waiting request cancelled
-before it starts is answered without running.
+connection at once. One that finds a free slot starts eagerly in the
+dispatch loop (``Endpoint._request_handler``; docs/semantics.md §2.4, eager
+start). A request beyond the limit waits in a queue while the dispatch loop
+reads on, so responses, cancellations and EOF are always acted on, and
+runs on a worker when a slot frees: tasks kept for the connection's life
+that run one request after another and park while idle (a task per request
+would cost more than most requests do). A waiting request cancelled before
+it starts is answered without running.
 
 Every connection has an ``Admission`` of its own (``cx._admission``), even
 when one agent instance serves several: a worker runs in its connection's
@@ -64,6 +66,17 @@ class Admission:
             self.cx.spawn(self._work, job)
         else:
             self._wait(job)
+
+    def finished_started(self) -> None:
+        """A request started in the dispatch loop (it took a free slot while
+        nobody waited: ``Endpoint._request_handler``) ran to its end: its
+        slot goes to the oldest waiting request, if any."""
+        self.running -= 1
+        self.finished += 1
+        if self.waiting and self.cx._running:
+            waiting = self._next_waiting()
+            if waiting is not None:
+                self.admit(waiting)
 
     def _wait(self, waiting: Waiting) -> None:
         """Queue a request until a slot frees; the dispatch loop reads on."""
@@ -153,9 +166,7 @@ class Admission:
                     else:
                         state.add_callback(scope.cancel)
                         try:
-                            await self.endpoint._run_request(
-                                job.name, job.method, job.request, job.responder, job.scope
-                            )
+                            await self.endpoint._run_request(job)
                         finally:
                             state.remove_callback(scope.cancel)
                     self.finished += 1
@@ -218,9 +229,10 @@ def _answer(job: Waiting, outcome: Callable[[str, Any], Any]) -> None:
 
 
 class Waiting:
-    """A request admitted but not started (docs/semantics.md §2.4)."""
+    """A request admitted but not started (docs/semantics.md §2.4); or one
+    started in the dispatch loop that may detach from it (``admission`` set)."""
 
-    __slots__ = ("method", "name", "request", "responder", "scope", "watch")
+    __slots__ = ("admission", "method", "name", "request", "responder", "scope", "watch")
 
     def __init__(
         self,
@@ -236,6 +248,12 @@ class Waiting:
         self.responder = responder
         self.scope = scope
         self.watch: Callable[[], None] | None = None
+        self.admission: Admission | None = None
+
+    def cancelled_while_detached(self) -> None:
+        """The peer's $/cancel_request stopped it after it detached."""
+        assert self.admission is not None
+        self.admission._answer_cancelled_by_peer(self)
 
 
 class Worker:

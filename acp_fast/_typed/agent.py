@@ -252,9 +252,9 @@ class AgentEndpoint(Endpoint):
         # because it cancels the running prompt.
         return name in ("initialize", "cancel") or super().implements(wire, name)
 
+    SCOPED = frozenset({"prompt"})
+
     def begin(self, name: str, request: Any) -> anyio.CancelScope | None:
-        if name != "prompt":
-            return None
         session_id = request.session_id
         if (self.cx, session_id) in self.turns:
             raise Error.invalid_request(f"session {session_id!r} is already running a prompt")

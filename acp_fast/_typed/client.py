@@ -90,9 +90,9 @@ class ClientEndpoint(Endpoint):
         super().__init__(client, BaseClient, table, schema, client.max_concurrent_requests)
         self.permissions: dict[str, set[anyio.CancelScope]] = {}
 
+    SCOPED = frozenset({"request_permission"})
+
     def begin(self, name: str, request: Any) -> anyio.CancelScope | None:
-        if name != "request_permission":
-            return None
         scope = anyio.CancelScope()
         self.permissions.setdefault(request.session_id, set()).add(scope)
         return scope

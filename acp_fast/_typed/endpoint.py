@@ -3,16 +3,19 @@
 For each wire method of its side (``methods.py``) that a subclass overrides,
 one handler is registered on the connection builder:
 
-* **Requests** run concurrently on workers, tasks kept for the connection's
-  life (so a prompt can await the client's answers while other messages
-  flow), at most ``max_concurrent_requests`` at once. Beyond that a request waits in a
-  queue while the dispatch loop reads on, so responses, cancellations and
-  EOF are always acted on (docs/semantics.md §2.4, admission). A waiting
-  request cancelled before it starts is answered without running. The queue
-  holds at most ``MAX_WAITING_REQUESTS``; a request beyond that is refused
-  at once. The peer's ``$/cancel_request`` for a running request stops it at
-  its current ``await``, and the request is answered -32800 (unless the method returns a
-  value anyway). A method returning None answers ``{}``, never ``null``.
+* **Requests** run concurrently, at most ``max_concurrent_requests`` at
+  once (so a prompt can await the client's answers while other messages
+  flow). One that finds a free slot starts eagerly, in the dispatch loop;
+  if it suspends, the loop reads on in a new task and the request finishes
+  in its own (docs/semantics.md §2.4, eager start). Beyond the limit a
+  request waits in a queue for the endpoint's workers while the dispatch
+  loop reads on, so responses, cancellations and EOF are always acted on
+  (admission). A waiting request cancelled before it starts is answered
+  without running. The queue holds at most ``MAX_WAITING_REQUESTS``; a
+  request beyond that is refused at once. The peer's ``$/cancel_request``
+  for a running request stops it at its current ``await``, and the request
+  is answered -32800 (unless the method returns a value anyway). A method
+  returning None answers ``{}``, never ``null``.
 * **Notifications** run in the dispatch loop, in arrival order (so a
   client's ``session_update`` calls happen in the order the updates came,
   all of them before the ``prompt`` answer that followed them).
@@ -24,9 +27,9 @@ one handler is registered on the connection builder:
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.lowlevel
@@ -34,8 +37,10 @@ import anyio.lowlevel
 from .._async.builder import Builder
 from .._async.connection import ConnectionTo
 from .._async.dispatch import describe, is_spurious_cancel
+from .._async.handlers import HandlerEntry
 from .._async.messages import NOT_HANDLED, UntypedMessage
 from .._async.responder import Responder
+from .._core import NOTIFICATION, REQUEST
 from .._errors import Error
 from .admission import Admission, Waiting
 from .results import checked_result
@@ -49,6 +54,31 @@ DEFAULT_MAX_CONCURRENT_REQUESTS = 64
 # it a request is refused at once, so that the loop never stops reading
 # (docs/semantics.md §2.4) and memory stays bounded.
 MAX_WAITING_REQUESTS = 4096
+
+
+class Ready:
+    """An awaitable that is done at once with ``value``: what a handler that
+    has nothing to run returns (cheaper than a coroutine)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        # Its own iterator, done at the first step (a generator's protocol
+        # without a generator).
+        return cast("Generator[Any, None, Any]", self)
+
+    def __iter__(self) -> Ready:
+        return self
+
+    def __next__(self) -> Any:
+        raise StopIteration(self.value)
+
+
+DONE = Ready(None)
+DECLINED = Ready(NOT_HANDLED)
 
 
 def overrides(instance: object, base: type, name: str) -> bool:
@@ -78,6 +108,8 @@ class Endpoint:
         # The connection of the message being handled: one instance may serve
         # several connections, each with an Admission of its own.
         self.cx: ConnectionTo[Any] | None = None
+        # ``call`` not overridden: a request awaits its method directly.
+        self._plain_call = type(self).call is Endpoint.call
 
     def install(self, builder: Builder[Any]) -> Builder[Any]:
         """Register a handler for every method the instance implements."""
@@ -86,12 +118,21 @@ class Endpoint:
             if not self.implements(wire, name):
                 continue
             info = methods[wire]
+            # The handlers return their awaitable (a coroutine only where one
+            # must run): registered as they are, not wrapped (with_handler).
             if info.request is not None:
-                builder.on_receive_request(self._request_handler(name), info.request)
+                builder.with_handler(
+                    HandlerEntry.create(REQUEST, self._request_handler(name), info.request)
+                )
             if info.notification is not None:
-                builder.on_receive_notification(self._notification_handler(name), info.notification)
+                builder.with_handler(
+                    HandlerEntry.create(
+                        NOTIFICATION, self._notification_handler(name), info.notification
+                    )
+                )
         if overrides(self.instance, self.base, "ext_method"):
-            builder.on_receive_request(self._ext_request)
+            handle = self._request_handler("ext_method", self._call_ext_method, extension=True)
+            builder.with_handler(HandlerEntry.create(REQUEST, handle))
         if overrides(self.instance, self.base, "ext_notification"):
             builder.on_receive_notification(self._ext_notification)
         return builder
@@ -108,19 +149,44 @@ class Endpoint:
     # -- requests --------------------------------------------------------------
 
     def _request_handler(
-        self, name: str, method: Callable[[Any], Awaitable[Any]] | None = None
-    ) -> Callable[..., Awaitable[None]]:
+        self,
+        name: str,
+        method: Callable[[Any], Awaitable[Any]] | None = None,
+        extension: bool = False,
+    ) -> Callable[..., Awaitable[Any]]:
+        """The handler of one method's requests (``extension``: of every
+        ``_``-prefixed method the schema does not name, for ``ext_method``)."""
         bound = method if method is not None else getattr(self.instance, name)
+        scoped = name in self.SCOPED
 
-        async def handle(request: Any, responder: Responder[Any], cx: ConnectionTo[Any]) -> None:
+        def handle(
+            request: Any, responder: Responder[Any], cx: ConnectionTo[Any]
+        ) -> Awaitable[Any]:
+            if extension and not request.method.startswith("_"):
+                return DECLINED
             if self.cx is not cx:
                 self.bind(cx)
             # Registered here, in dispatch order: a cancellation that arrives
             # right behind the request finds it even before it starts.
-            job = Waiting(name, bound, request, responder, self.begin(name, request))
-            admission = cx._admission
-            assert isinstance(admission, Admission)
+            job = Waiting(
+                name, bound, request, responder, self.begin(name, request) if scoped else None
+            )
+            admission: Admission = cx._admission  # type: ignore[assignment]  # set by bind
+            # Admission.may_start and .started, inlined (per request).
+            if (
+                cx._may_detach
+                and admission.running < admission.max_running
+                and not admission.waiting
+            ):
+                # Eager start (docs/semantics.md §2.4): the method runs here,
+                # in the dispatch loop; if it suspends, the loop reads on in
+                # a new task and this one finishes the request.
+                admission.running += 1
+                job.admission = admission
+                cx._detaching = job
+                return self._run_request(job)
             admission.admit(job)
+            return DONE
 
         return handle
 
@@ -134,31 +200,31 @@ class Endpoint:
         else:
             scope.cancel()
 
-    async def _run_request(
-        self,
-        name: str,
-        method: Callable[[Any], Awaitable[Any]],
-        request: Any,
-        responder: Responder[Any],
-        scope: anyio.CancelScope | None,
-    ) -> None:
+    async def _run_request(self, job: Waiting) -> None:
+        """Run one request to its answer (on a worker, or started eagerly:
+        then its slot is given back here)."""
+        responder = job.responder
+        scope = job.scope
         try:
             if scope is None:
-                result = await self.call(name, method, request, responder)
+                if self._plain_call:  # call, inlined (per request)
+                    result = await job.method(job.request)
+                else:
+                    result = await self.call(job.name, job.method, job.request, responder)
             else:
                 try:
                     with scope:
-                        result = await self.call(name, method, request, responder)
+                        result = await self.call(job.name, job.method, job.request, responder)
                 finally:
-                    self.end(name, request, scope)
+                    self.end(job.name, job.request, scope)
                 if scope.cancelled_caught:
-                    result = self.cancelled_result(name, request)
+                    result = self.cancelled_result(job.name, job.request)
         except Error as error:
-            if not responder.answered:
+            if not responder._done:
                 responder.respond_with_error(error)
         except Exception as exc:
-            log.error("%s.%s raised", type(self.instance).__name__, name, exc_info=exc)
-            if not responder.answered:
+            log.error("%s.%s raised", type(self.instance).__name__, job.name, exc_info=exc)
+            if not responder._done:
                 responder.respond_with_error(
                     Error.internal_error({"details": f"{type(exc).__name__}: {exc}"[:1000]})
                 )
@@ -167,18 +233,33 @@ class Endpoint:
                 raise
             # A CancelledError nobody asked for (re-raised from an inner task):
             # the method's failure, not the end of the worker (and its slot).
-            log.error("%s.%s raised CancelledError", type(self.instance).__name__, name)
-            if not responder.answered:
+            log.error("%s.%s raised CancelledError", type(self.instance).__name__, job.name)
+            if not responder._done:
                 responder.respond_with_error(Error.internal_error({"details": describe(exc)}))
         else:
-            if not responder.answered:
-                owner = type(self.instance).__name__
-                checked = checked_result(self.schema, owner, name, request, result)
-                responder.respond_with_result(checked)
+            if not responder._done:
+                checked = checked_result(self.schema, self.instance, job.name, job.request, result)
+                if isinstance(checked, Error):
+                    responder.respond_with_error(checked)
+                else:
+                    responder.respond(checked)
+        finally:
+            admission = job.admission
+            if admission is not None:
+                # Admission.finished_started, inlined for the usual case.
+                if admission.waiting:
+                    admission.finished_started()
+                else:
+                    admission.running -= 1
+                    admission.finished += 1
+
+    # The methods whose requests ``begin`` is asked about.
+    SCOPED: frozenset[str] = frozenset()
 
     def begin(self, name: str, request: Any) -> anyio.CancelScope | None:
         """A cancel scope to run this request in, registered where the
-        endpoint's own cancellation (session/cancel) can find it; or None."""
+        endpoint's own cancellation (session/cancel) can find it; or None.
+        Asked only for the methods in ``SCOPED``."""
         return None
 
     def end(self, name: str, request: Any, scope: anyio.CancelScope) -> None:
@@ -192,47 +273,38 @@ class Endpoint:
         """What a request the peer cancelled before it started answers."""
         raise Error.request_cancelled()
 
-    async def call(
+    def call(
         self,
         name: str,
         method: Callable[[Any], Awaitable[Any]],
         request: Any,
         responder: Responder[Any],
-    ) -> Any:
+    ) -> Awaitable[Any]:
         """Run one request method (the peer's $/cancel_request stops it with
-        the worker's scope, see ``_work``)."""
-        return await method(request)
+        its task's scope: see ``Admission._work`` and ``Inbound._read``)."""
+        return method(request)
 
     # -- notifications --------------------------------------------------------
 
     def _notification_handler(self, name: str) -> Callable[..., Awaitable[None]]:
         method = getattr(self.instance, name)
 
-        async def handle(notification: Any, cx: ConnectionTo[Any]) -> None:
+        def handle(notification: Any, cx: ConnectionTo[Any]) -> Awaitable[None]:
             if self.cx is not cx:
                 self.bind(cx)
-            await self.notify(name, method, notification)
+            return self.notify(name, method, notification)
 
         return handle
 
-    async def notify(
+    def notify(
         self, name: str, method: Callable[[Any], Awaitable[Any]], notification: Any
-    ) -> None:
-        await method(notification)
+    ) -> Awaitable[None]:
+        return method(notification)
 
     # -- extensions --------------------------------------------------------------
 
-    async def _ext_request(
-        self, message: UntypedMessage, responder: Responder[Any], cx: ConnectionTo[Any]
-    ) -> Any:
-        if not message.method.startswith("_"):
-            return NOT_HANDLED
-        handle = self._request_handler("ext_method", self._call_ext_method)
-        await handle(message, responder, cx)
-        return None
-
-    async def _call_ext_method(self, message: UntypedMessage) -> Any:
-        return await self.instance.ext_method(message.method, message.params)
+    def _call_ext_method(self, message: UntypedMessage) -> Awaitable[Any]:
+        return self.instance.ext_method(message.method, message.params)  # type: ignore[no-any-return]
 
     async def _ext_notification(self, message: UntypedMessage, cx: ConnectionTo[Any]) -> Any:
         if not message.method.startswith("_"):

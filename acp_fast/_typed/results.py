@@ -23,10 +23,10 @@ __all__ = ("checked_result",)
 log = logging.getLogger("acp_fast")
 
 
-def checked_result(schema: ModuleType, owner: str, name: str, request: Any, result: Any) -> Any:
+def checked_result(schema: ModuleType, owner: object, name: str, request: Any, result: Any) -> Any:
     """``result`` to answer ``request`` with, or the ``Error`` to answer
     instead when it does not fit the method's response type. ``owner.name``
-    is the handler, for the log and the message."""
+    is the handler (``owner`` its instance), for the log and the message."""
     method = getattr(request, "METHOD", None)
     info = schema.METHODS.get(method) if method is not None else None
     response_type = None if info is None else info.response
@@ -38,7 +38,7 @@ def checked_result(schema: ModuleType, owner: str, name: str, request: Any, resu
         decode_value(response_type, result)
     except (msgspec.ValidationError, msgspec.DecodeError, TypeError) as exc:
         message = (
-            f"{owner}.{name} returned {type(result).__name__}, which is not a valid "
+            f"{type(owner).__name__}.{name} returned {type(result).__name__}, which is not a valid "
             f"{response_type.__name__}: {exc}"
         )
         log.error("%s", message)

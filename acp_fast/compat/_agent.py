@@ -10,13 +10,12 @@ docs/cancellation.md), so an agent needs no bookkeeping of its own.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from .._async.connection import ConnectionTo
-from .._async.messages import NOT_HANDLED, UntypedMessage
+from .._async.messages import UntypedMessage
 from .._async.requests import SentRequest
-from .._async.responder import Responder
 from .._async.roles import Agent as AgentRole
 from .._errors import Error
 from .._transports import Transport, stdio
@@ -251,22 +250,9 @@ class CompatAgentEndpoint(AgentEndpoint):
         self.turns = {}
         self.agent = agent
         self.connection: AgentSideConnection | None = None
-        self._ext_handle: Callable[..., Awaitable[None]] | None = None
 
     def implements(self, wire: str, name: str) -> bool:
         return wire in self.schema.METHODS and hasattr(self.instance, name)
-
-    async def _ext_request(
-        self, message: UntypedMessage, responder: Responder[Any], cx: ConnectionTo[Any]
-    ) -> Any:
-        # Endpoint._ext_request with its handler made once, not per request.
-        if not message.method.startswith("_"):
-            return NOT_HANDLED
-        handle = self._ext_handle
-        if handle is None:
-            handle = self._ext_handle = self._request_handler("ext_method", self._call_ext_method)
-        await handle(message, responder, cx)
-        return None
 
     async def _call_ext_method(self, message: UntypedMessage) -> Any:
         # _Handlers.ext_method, inlined: one coroutine less per extension request.
