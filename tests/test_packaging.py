@@ -44,3 +44,14 @@ def test_orjson_is_no_run_time_dependency() -> None:
     assert used == []
     extras = project["optional-dependencies"]
     assert any(dep.startswith("orjson") for dep in extras["bench"])
+
+
+def test_the_installed_metadata_names_its_urls_and_tested_pythons() -> None:
+    metadata = importlib.metadata.metadata("acp-fast")
+    urls = dict(entry.split(", ", 1) for entry in metadata.get_all("Project-URL") or [])
+    assert urls and all(url.startswith("https://") for url in urls.values())
+    classifiers = metadata.get_all("Classifier") or []
+    assert {f"Programming Language :: Python :: 3.{minor}" for minor in (10, 11, 12, 13)} <= set(
+        classifiers
+    )
+    assert "Typing :: Typed" in classifiers
