@@ -149,7 +149,8 @@ def test_codegen_out_writes_the_committed_modules_elsewhere(tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
-def test_demo_into_a_closed_pipe_exits_141_quietly(backend: str) -> None:
+@pytest.mark.parametrize("lines", [1, 3, 8])  # main's output, a stream, a tool call
+def test_demo_into_a_closed_pipe_exits_141_quietly(backend: str, lines: int) -> None:
     with subprocess.Popen(
         [sys.executable, "-m", "acp_fast", "demo", "--backend", backend],
         stdin=subprocess.DEVNULL,
@@ -158,7 +159,9 @@ def test_demo_into_a_closed_pipe_exits_141_quietly(backend: str) -> None:
     ) as process:
         assert process.stdout is not None and process.stderr is not None
         assert process.stdout.readline().startswith(b"acp_fast ")
-        process.stdout.close()  # as `| head -1` does
+        for _ in range(lines - 1):
+            assert process.stdout.readline()
+        process.stdout.close()  # as `| head -N` does
         stderr = process.stderr.read()
         assert process.wait(timeout=30) == 141
     assert stderr == b""

@@ -25,39 +25,61 @@ class DemoClient(acp.BaseClient):
         self.files: dict[str, str] = {}
         self.chunks = 0
         self.streaming = anyio.Event()
+        # Whoever reads our output may leave early (``acp-fast demo | head``):
+        # then the demo stops, and ends with the BrokenPipeError.
+        self.output_broken = False
+        self.stop = anyio.CancelScope()
+
+    def say(self, text: str, end: str = "\n") -> None:
+        """Print ``text`` at once; a closed stdout stops the demo."""
+        if self.output_broken:
+            return
+        try:
+            print(text, end=end, flush=True)
+        except BrokenPipeError:
+            self.output_broken = True
+            self.stop.cancel()
 
     async def session_update(self, notification: v1.SessionNotification) -> None:
         update = notification.update
         if isinstance(update, v1.SessionUpdateAgentMessageChunk):
             if isinstance(update.content, v1.ContentBlockText):
-                print(update.content.text, end="", flush=True)
+                self.say(update.content.text, end="")
             self.chunks += 1
             self.streaming.set()
         elif isinstance(update, v1.SessionUpdateToolCall):
-            print(f"\n  [tool call {update.tool_call_id}: {update.title} ({update.status})]")
+            self.say(f"\n  [tool call {update.tool_call_id}: {update.title} ({update.status})]")
         elif isinstance(update, v1.SessionUpdateToolCallUpdate):
-            print(f"  [tool call {update.tool_call_id}: {update.status}]")
+            self.say(f"  [tool call {update.tool_call_id}: {update.status}]")
 
     async def request_permission(
         self, request: v1.RequestPermissionRequest
     ) -> v1.RequestPermissionResponse:
-        print(f"  [permission asked for {request.tool_call.tool_call_id}: allowing]")
+        self.say(f"  [permission asked for {request.tool_call.tool_call_id}: allowing]")
         return h.permission_selected("allow")
 
     async def write_text_file(self, request: v1.WriteTextFileRequest) -> v1.WriteTextFileResponse:
         self.files[request.path] = request.content
-        print(f"  [wrote {len(request.content)} characters to {request.path}]")
+        self.say(f"  [wrote {len(request.content)} characters to {request.path}]")
         return v1.WriteTextFileResponse()
 
 
 async def demo(command: list[str] | None = None) -> None:
     """Run the demo against ``command`` (default: the example agent)."""
+    client = DemoClient()
+    with client.stop:
+        await _demo(client, command)
+    if client.output_broken:
+        raise BrokenPipeError("stdout was closed")
+
+
+async def _demo(client: DemoClient, command: list[str] | None) -> None:
     from acp_fast._core import IMPLEMENTATION
 
-    client = DemoClient()
+    say = client.say
     if command is None:
         command = [sys.executable, "-m", "acp_fast", "example-agent"]
-    print(
+    say(
         f"acp_fast {acp.__version__} demo (core: {'compiled' if IMPLEMENTATION == 'c' else 'pure Python'})"
     )
     async with acp.spawn_agent(client, command) as agent:
@@ -68,32 +90,30 @@ async def demo(command: list[str] | None = None) -> None:
             client_info=v1.Implementation(name="acp-fast-demo", version=acp.__version__),
         )
         info = init.agent_info
-        print(
-            f"connected to {getattr(info, 'name', 'an agent')}, protocol v{init.protocol_version}"
-        )
+        say(f"connected to {getattr(info, 'name', 'an agent')}, protocol v{init.protocol_version}")
         session = await agent.new_session(cwd=os.getcwd())
         sid = session.session_id
 
-        print("\n> Hello from the demo")
+        say("\n> Hello from the demo")
         result = await agent.prompt(sid, "Hello from the demo")
-        print(f"stop reason: {result.stop_reason}")
+        say(f"stop reason: {result.stop_reason}")
 
-        print("\n> /wait   (then session/cancel)")
+        say("\n> /wait   (then session/cancel)")
         client.streaming = anyio.Event()
         turn = agent.start_prompt(sid, "/wait")
         with anyio.fail_after(10):
             await client.streaming.wait()
         await agent.cancel(sid)
-        print(f"\nstop reason: {(await turn).stop_reason}")
+        say(f"\nstop reason: {(await turn).stop_reason}")
 
-        print("\n> _example/slow   (then $/cancel_request)")
+        say("\n> _example/slow   (then $/cancel_request)")
         slow = agent.send_request(acp.UntypedMessage("_example/slow", {}))
         slow.cancel()
         try:
             await slow
         except acp.Error as error:
-            print(f"answered {error.code} {error.message}")
-    print("the agent exited; done")
+            say(f"answered {error.code} {error.message}")
+    say("the agent exited; done")
 
 
 def run_demo(backend: str = "asyncio") -> int:
