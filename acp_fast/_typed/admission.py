@@ -31,7 +31,10 @@ from .._errors import Error
 if TYPE_CHECKING:
     from .endpoint import Endpoint
 
-__all__ = ("Admission", "Waiting")
+__all__ = ("CHECKED", "Admission", "Waiting")
+
+# Waiting.result_type when the response class is to be looked up.
+CHECKED: Any = object()
 
 # Loop iterations without a request finishing after which a congested
 # connection lets the loop read on (see Admission.make_room).
@@ -232,7 +235,16 @@ class Waiting:
     """A request admitted but not started (docs/semantics.md §2.4); or one
     started in the dispatch loop that may detach from it (``admission`` set)."""
 
-    __slots__ = ("admission", "method", "name", "request", "responder", "scope", "watch")
+    __slots__ = (
+        "admission",
+        "method",
+        "name",
+        "request",
+        "responder",
+        "result_type",
+        "scope",
+        "watch",
+    )
 
     def __init__(
         self,
@@ -241,12 +253,16 @@ class Waiting:
         request: Any,
         responder: Responder[Any],
         scope: anyio.CancelScope | None,
+        result_type: Any = None,
     ) -> None:
         self.name = name
         self.method = method
         self.request = request
         self.responder = responder
         self.scope = scope
+        # The response class the result is checked against (results.py),
+        # None for any JSON value, CHECKED to look it up from the request.
+        self.result_type = result_type
         self.watch: Callable[[], None] | None = None
         self.admission: Admission | None = None
 

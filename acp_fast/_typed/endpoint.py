@@ -42,7 +42,7 @@ from .._async.messages import NOT_HANDLED, UntypedMessage
 from .._async.responder import Responder
 from .._core import NOTIFICATION, REQUEST
 from .._errors import Error
-from .admission import Admission, Waiting
+from .admission import CHECKED, Admission, Waiting
 from .results import checked_result
 
 __all__ = ("Endpoint", "overrides")
@@ -121,9 +121,8 @@ class Endpoint:
             # The handlers return their awaitable (a coroutine only where one
             # must run): registered as they are, not wrapped (with_handler).
             if info.request is not None:
-                builder.with_handler(
-                    HandlerEntry.create(REQUEST, self._request_handler(name), info.request)
-                )
+                handle = self._request_handler(name, result_type=info.response)
+                builder.with_handler(HandlerEntry.create(REQUEST, handle, info.request))
             if info.notification is not None:
                 builder.with_handler(
                     HandlerEntry.create(
@@ -131,7 +130,9 @@ class Endpoint:
                     )
                 )
         if overrides(self.instance, self.base, "ext_method"):
-            handle = self._request_handler("ext_method", self._call_ext_method, extension=True)
+            handle = self._request_handler(
+                "ext_method", self._call_ext_method, extension=True, result_type=None
+            )
             builder.with_handler(HandlerEntry.create(REQUEST, handle))
         if overrides(self.instance, self.base, "ext_notification"):
             builder.on_receive_notification(self._ext_notification)
@@ -153,9 +154,12 @@ class Endpoint:
         name: str,
         method: Callable[[Any], Awaitable[Any]] | None = None,
         extension: bool = False,
+        result_type: Any = CHECKED,
     ) -> Callable[..., Awaitable[Any]]:
         """The handler of one method's requests (``extension``: of every
-        ``_``-prefixed method the schema does not name, for ``ext_method``)."""
+        ``_``-prefixed method the schema does not name, for ``ext_method``).
+        ``result_type``: the method's response class, None when any JSON
+        value answers (``checked_result`` finds it when not given)."""
         bound = method if method is not None else getattr(self.instance, name)
         scoped = name in self.SCOPED
 
@@ -169,7 +173,12 @@ class Endpoint:
             # Registered here, in dispatch order: a cancellation that arrives
             # right behind the request finds it even before it starts.
             job = Waiting(
-                name, bound, request, responder, self.begin(name, request) if scoped else None
+                name,
+                bound,
+                request,
+                responder,
+                self.begin(name, request) if scoped else None,
+                result_type,
             )
             admission: Admission = cx._admission  # type: ignore[assignment]  # set by bind
             # Admission.may_start and .started, inlined (per request).
@@ -238,7 +247,15 @@ class Endpoint:
                 responder.respond_with_error(Error.internal_error({"details": describe(exc)}))
         else:
             if not responder._done:
-                checked = checked_result(self.schema, self.instance, job.name, job.request, result)
+                result_type = job.result_type
+                if result_type is None:  # any JSON value (extension methods)
+                    checked = {} if result is None else result
+                elif type(result) is result_type:
+                    checked = result
+                else:
+                    checked = checked_result(
+                        self.schema, self.instance, job.name, job.request, result
+                    )
                 if isinstance(checked, Error):
                     responder.respond_with_error(checked)
                 else:
