@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Coroutine
+from contextvars import Context
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -137,6 +138,11 @@ class Detachable(Protocol):
 
     @property
     def responder(self) -> Responder[Any]: ...
+
+    @property
+    def context(self) -> Context | None:
+        """The dispatch loop's context before the request's first step (the
+        next reader runs in it), or None for the current one."""
 
     def cancelled_while_detached(self) -> None:
         """The peer cancelled the request while it was suspended: answer it."""

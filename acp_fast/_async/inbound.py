@@ -185,6 +185,10 @@ class Inbound(Dispatcher):
                 self._flush()
                 if rest is not None:
                     lines, rest = rest, None
+                    if self._new_dynamic:
+                        # Handlers the detached request added before it
+                        # suspended take effect before the next entry (§2.5).
+                        await self._add_new_dynamic_handlers()
                 else:
                     admission = self._admission
                     if admission is not None and admission.congested():
@@ -284,7 +288,11 @@ class Inbound(Dispatcher):
             detached = outcome
             group = self._task_group
             assert group is not None
-            group.start_soon(self._read_on, detached.lines)
+            context = detached.entry.context
+            if context is None:
+                group.start_soon(self._read_on, detached.lines)
+            else:  # not in what the request set in its first step
+                context.run(group.start_soon, self._read_on, detached.lines)
             # The peer's $/cancel_request stops the request at its current
             # await: this task now runs it alone.
             state = detached.entry.responder.cancellation()._state

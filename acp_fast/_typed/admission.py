@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from contextvars import Context
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -56,19 +57,26 @@ class Admission:
         self.waiting: OrderedDict[Waiting, None] = OrderedDict()
         self.waiting_scopes: dict[anyio.CancelScope, Waiting] = {}
         self.idle_workers: list[Worker] = []  # parked workers (see _work)
+        # Requests handed to a worker that has not started them yet: while
+        # any is, a new request may not start eagerly ahead of it (arrival
+        # order, docs/semantics.md §2.4).
+        self.handed = 0
 
     def admit(self, job: Waiting) -> None:
         """Hand ``job`` to a parked worker, a new one, or the queue."""
+        if self.running >= self.max_running:
+            # (Idle workers may be parked while requests started eagerly
+            # hold every slot: the limit counts those too.)
+            self._wait(job)
+            return
+        self.running += 1
+        self.handed += 1
         if self.idle_workers:  # a worker is parked: hand it the request
             worker = self.idle_workers.pop()
             worker.job = job
-            self.running += 1
             self.backend.wake(worker.waiter)
-        elif self.running < self.max_running:
-            self.running += 1
-            self.cx.spawn(self._work, job)
         else:
-            self._wait(job)
+            self.cx.spawn(self._work, job)
 
     def finished_started(self) -> None:
         """A request started in the dispatch loop (it took a free slot while
@@ -157,10 +165,8 @@ class Admission:
         """
         backend = self.backend
         worker = Worker()
-        next_job: Waiting | None = job
-        while next_job is not None:
-            job = next_job
-            next_job = None
+        self.handed -= 1  # ``admit`` handed it this first request
+        while True:
             with anyio.CancelScope() as scope:
                 while True:
                     state = job.responder.cancellation()._state
@@ -175,14 +181,14 @@ class Admission:
                     self.finished += 1
                     if scope.cancel_called:
                         # The request returned a value although cancelled:
-                        # it is answered; the next one needs a fresh scope.
-                        next_job = await self._next_job(worker, backend)
+                        # it is answered; the next one needs a fresh scope,
+                        # and is awaited outside this cancelled one.
                         break
                     job = await self._next_job(worker, backend)
             if scope.cancelled_caught:  # the peer cancelled the running request
                 self._answer_cancelled_by_peer(job)
                 self.finished += 1
-                next_job = await self._next_job(worker, backend)
+            job = await self._next_job(worker, backend)
 
     async def _next_job(self, worker: Worker, backend: Any) -> Waiting:
         """The oldest waiting request, or (parked) the next one handed over."""
@@ -199,6 +205,7 @@ class Admission:
             if worker in self.idle_workers:
                 self.idle_workers.remove(worker)
             raise
+        self.handed -= 1
         return worker.take()
 
     def _answer_cancelled_by_peer(self, job: Waiting) -> None:
@@ -237,6 +244,7 @@ class Waiting:
 
     __slots__ = (
         "admission",
+        "context",
         "method",
         "name",
         "request",
@@ -265,6 +273,7 @@ class Waiting:
         self.result_type = result_type
         self.watch: Callable[[], None] | None = None
         self.admission: Admission | None = None
+        self.context: Context | None = None  # set when started eagerly
 
     def cancelled_while_detached(self) -> None:
         """The peer's $/cancel_request stopped it after it detached."""

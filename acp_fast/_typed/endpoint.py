@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Generator, Mapping
+from contextvars import copy_context
 from types import ModuleType
 from typing import Any, cast
 
@@ -186,12 +187,16 @@ class Endpoint:
                 cx._may_detach
                 and admission.running < admission.max_running
                 and not admission.waiting
+                and not admission.handed
             ):
                 # Eager start (docs/semantics.md §2.4): the method runs here,
                 # in the dispatch loop; if it suspends, the loop reads on in
                 # a new task and this one finishes the request.
                 admission.running += 1
                 job.admission = admission
+                # The loop's own context, for a reader started if it detaches:
+                # what the method sets in its context stays with the request.
+                job.context = copy_context()
                 cx._detaching = job
                 return self._run_request(job)
             admission.admit(job)

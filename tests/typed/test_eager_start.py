@@ -9,13 +9,19 @@ first ``await`` (cancel scopes, requests it sent) still its own.
 
 from __future__ import annotations
 
+import contextvars
+from functools import partial
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 import acp_fast as acp
+from acp_fast.schema import v1
+from acp_fast.testing import memory_pair
 from tests.rpc.wire import facing_raw_peer, respond
+from tests.support import RawPeer
 
 pytestmark = pytest.mark.anyio
 
@@ -154,3 +160,119 @@ async def test_a_request_beyond_the_limit_waits_and_starts_when_a_detached_one_e
         answers = {(await log.next())["id"] for _ in range(3)}
         assert answers == {1, 2, 3}
     assert [name for name, _ in agent.tasks].count("_queued") == 1
+
+
+async def test_handlers_added_before_a_request_detaches_take_the_next_message() -> None:
+    # serve_versioned_agent routes initialize, adds the chosen version's
+    # handlers, then runs its initialize: one that awaits detaches.
+    class Awaits(acp.BaseAgent):
+        async def initialize(self, request: v1.InitializeRequest) -> v1.InitializeResponse:
+            await anyio.lowlevel.checkpoint()  # any real await
+            return await super().initialize(request)
+
+        async def new_session(self, request: v1.NewSessionRequest) -> v1.NewSessionResponse:
+            return v1.NewSessionResponse(session_id="s-1")
+
+    ours, theirs = memory_pair()
+    async with anyio.create_task_group() as group:
+        group.start_soon(partial(acp.serve_versioned_agent, v1=Awaits(), transport=ours))
+        async with RawPeer(theirs) as peer:
+            peer.send(call(1, "initialize", {"protocolVersion": 1}))
+            assert "result" in await peer.receive()
+            peer.send(call(2, "session/new", {"cwd": "/", "mcpServers": []}))
+            assert await peer.receive() == {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "result": {"sessionId": "s-1"},
+            }
+        group.cancel_scope.cancel()
+
+
+request_tag: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "request_tag", default=None
+)
+
+
+async def test_a_context_variable_set_before_detaching_stays_with_its_request() -> None:
+    class Tags(Recorder):
+        async def ext_method(self, method: str, params: Any) -> Any:
+            if method == "_tag":
+                request_tag.set("tagged")
+                await self.release.wait()
+                return {"tag": request_tag.get()}
+            return {"tag": request_tag.get()}
+
+    agent = Tags()
+    async with facing_raw_peer(acp.agent_builder(agent)) as (cx, peer, log):
+        peer.send(call(1, "_tag"))
+        peer.send(call(2, "_look"))  # read by the next reader
+        assert await log.next() == {"jsonrpc": "2.0", "id": 2, "result": {"tag": None}}
+        peer.send(note("_release"))
+        assert await log.next() == {"jsonrpc": "2.0", "id": 1, "result": {"tag": "tagged"}}
+
+
+class OneSlot(acp.BaseAgent):
+    max_concurrent_requests = 1
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.most = 0
+        self.releases: dict[str, anyio.Event] = {}
+
+    async def ext_method(self, method: str, params: Any) -> Any:
+        self.running += 1
+        self.most = max(self.most, self.running)
+        try:
+            if method == "_stubborn":  # returns a value although cancelled
+                try:
+                    await anyio.sleep_forever()
+                except anyio.get_cancelled_exc_class():
+                    return {"partial": True}
+            release = self.releases.setdefault(params["key"], anyio.Event())
+            await release.wait()
+            return {"done": params["key"]}
+        finally:
+            self.running -= 1
+
+    async def ext_notification(self, method: str, params: Any) -> None:
+        self.releases.setdefault(params["key"], anyio.Event()).set()
+
+
+async def test_the_limit_holds_after_a_worker_request_outlives_its_cancel() -> None:
+    agent = OneSlot()
+    async with facing_raw_peer(acp.agent_builder(agent)) as (cx, peer, log):
+        peer.send(call(1, "_hold", {"key": "a"}))  # starts eagerly, takes the slot
+        peer.send(call(2, "_stubborn"))  # waits, then runs on a worker
+        peer.send(note("_go", {"key": "a"}))
+        assert await log.next() == {"jsonrpc": "2.0", "id": 1, "result": {"done": "a"}}
+        peer.send(note("$/cancel_request", {"requestId": 2}))
+        assert await log.next() == {"jsonrpc": "2.0", "id": 2, "result": {"partial": True}}
+        # The worker is parked now; the slot was given back once.
+        for n in range(3, 6):
+            peer.send(call(n, "_hold", {"key": str(n)}))
+        for n in range(3, 6):
+            peer.send(note("_go", {"key": str(n)}))
+        answers = {(await log.next())["id"] for _ in range(3)}
+        assert answers == {3, 4, 5}
+    assert agent.most == 1
+
+
+async def test_a_batch_entry_handed_to_a_worker_starts_before_a_later_request(
+    anyio_backend: str,
+) -> None:
+    agent = Recorder()
+    async with facing_raw_peer(acp.agent_builder(agent)) as (cx, peer, log):
+        peer.send([call(1, "_in_batch")])  # a batch's requests run on workers
+        peer.send(call(2, "_after_batch"))
+        answers = [await log.next() for _ in range(2)]
+    # The batch is answered as a batch (a list), the other request alone.
+    ids = {
+        entry["id"]
+        for answer in answers
+        for entry in (answer if type(answer) is list else [answer])
+    }
+    assert ids == {1, 2}
+    started = [name for name, _ in agent.tasks]
+    assert sorted(started) == ["_after_batch", "_in_batch"]
+    if anyio_backend == "asyncio":  # trio starts new tasks in any order
+        assert started == ["_in_batch", "_after_batch"]
