@@ -149,6 +149,7 @@ class Inbound(Dispatcher):
         channel = self._channel
         framer = self._framer
         receive = self._receive
+        wire = self._wire  # a trace: one record per read (observe.py)
         try:
             while True:
                 self._flush()
@@ -175,6 +176,8 @@ class Inbound(Dispatcher):
                     return False
                 lines = framer.feed(data)
                 channel.read_hint = framer.buffered
+                if wire is not None and lines:
+                    wire.record_in(lines, len(data))
                 self._sync = True
                 try:
                     for line in lines:
@@ -217,6 +220,8 @@ class Inbound(Dispatcher):
                 framer.feed(self._first_bytes)  # a lone prefix of a BOM at EOF
             rest = framer.close()
             if rest is not None:
+                if wire is not None:
+                    wire.record_in([rest], 0)
                 pending = receive(rest)
                 if pending is not None:
                     await pending
