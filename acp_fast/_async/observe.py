@@ -6,9 +6,11 @@ about the life of each request the connection sends: sent, cancelled (the
 ``$/cancel_request`` went out), answered, failed (docs/tracing.md).
 
 A connection without observers pays one ``is not None`` test at each of the
-few points where a message passes (outbox.py, inbound.py, dispatch.py). The
-methods run in the connection's loop, in line with the traffic: they must be
-quick and must not raise (an exception is logged and the observer goes on).
+few points where a message passes (outbox.py, inbound.py, dispatch.py); a
+trace (a ``WireRecorder``) is called once per read and once per write
+instead. The methods run in the connection's loop, in line with the
+traffic: they must be quick and must not raise (an exception is logged and
+the observer goes on).
 """
 
 from __future__ import annotations

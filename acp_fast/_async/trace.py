@@ -1,13 +1,14 @@
 """Wire traces: every message of one or more connections, as NDJSON events.
 
 A ``TraceWriter`` takes raw messages from the connections it watches
-(through a ``HopRecorder``, an observer of one connection, or ``record``
-called directly) and turns each into one event, the format of
-docs/tracing.md. The connection's loop only appends the bytes and a
-timestamp to a bounded queue; a writer thread builds the events and writes
-them, so a slow disk never holds the connection up. When the queue is full
-the message is dropped and counted, and the summary line at the end says how
-many were.
+(through a ``HopRecorder``, which a connection hands each read and each
+write whole, or ``record`` called with one message) and turns each message
+into one event, the format of docs/tracing.md. The connection's loop only
+appends the read's lines or the written bytes and one timestamp to a
+bounded queue; a writer thread splits them into messages, builds the events
+and writes them, so a slow disk never holds the connection up. When the
+queue is full the read or write is not recorded and its messages are
+counted, and the summary line at the end says how many were dropped.
 
 With a callback instead of a path, each event is built at once and passed
 to the callback as a dict, in the connection's loop.
