@@ -356,6 +356,10 @@ def encode_batch(items: list[Item], start: float, start_wall: float) -> bytes:
     request, notification, error, result = _REQUEST_AT, _NOTIFICATION_AT, _ERROR_AT, _RESULT_AT
     null = _NULL
     decode_session = _decode_session
+    # The start of the last line whose session was decoded, up to the end of
+    # its sessionId (see _start_naming): a stream's next lines start alike.
+    known_start = b""
+    known_session = b""
     for index, message in enumerate(messages):
         method = message.method
         line = lines[index]
@@ -372,12 +376,18 @@ def encode_batch(items: list[Item], start: float, start_wall: float) -> bytes:
             params = message.params
             session = b""
             if b'"sessionId"' in line:
-                try:
-                    found = decode_session(params).sessionId
-                except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-                    found = None
-                if type(found) is str:
-                    session = sessions.get(found) or _session_part(found)
+                if known_start and line.startswith(known_start):
+                    session = known_session
+                else:
+                    try:
+                        found = decode_session(params).sessionId
+                    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+                        found = None
+                    if type(found) is str:
+                        session = sessions.get(found) or _session_part(found)
+                        start_of = _start_naming(line, found)
+                        if start_of is not None:
+                            known_start, known_session = start_of, session
             if message.id:
                 append(request % (heads[index], message.id, name, session, params or null, line))
             else:
@@ -390,6 +400,29 @@ def encode_batch(items: list[Item], start: float, start_wall: float) -> bytes:
             owner = bisect.bisect_right(bounds, index)
             append(_encode_line(items[owner], stamps[owner], start_wall, line))
     return b"".join(out)
+
+
+_PARAMS_SESSION = b'"params":{"sessionId":"'
+
+
+def _start_naming(line: bytes, session: str) -> bytes | None:
+    """The start of ``line`` up to the end of its params' ``sessionId``
+    value, when that start alone decides it: any line (of valid JSON) that
+    begins with these bytes has that session. None when it cannot be told
+    without decoding (the marker not at the top level, escapes)."""
+    at = line.find(_PARAMS_SESSION)
+    if at < 1 or line[0] != 0x7B:  # b"{"
+        return None
+    before = line[:at]
+    # Only the line's own "{" before it: the marker is a member of the
+    # top-level object (a bracket in a string only makes us give up).
+    if before.count(b"{") != 1 or b"[" in before:
+        return None
+    value_start = at + len(_PARAMS_SESSION)
+    value_end = line.find(b'"', value_start)
+    if value_end < 0 or line[value_start:value_end] != session.encode():
+        return None  # escaped, or not what was decoded
+    return line[: value_end + 1]
 
 
 def _encode_entry(item: Item, ts: float, start_wall: float) -> bytes:

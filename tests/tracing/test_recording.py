@@ -303,6 +303,14 @@ def test_a_batch_of_events_is_written_as_each_event_alone_would_be(mixed: bool, 
         b'{"jsonrpc":"2.0","id":2,"error":{"code":-32800,"message":"Request cancelled"}}',
         b'{"jsonrpc":"2.0","method":"_proxy/successor","params":{"method":"a","params":{}}}',
         b'{"id":1}',
+        # Lines that start alike: the session is told from the start only
+        # where the start decides it.
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","n":2}}',
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"st","n":3}}',
+        b'{"jsonrpc":"2.0","method":"n","params":{"a":{"params":{"sessionId":"s"}}}}',
+        b'{"jsonrpc":"2.0","method":"n","params":{"a":{"params":{"sessionId":"s"}},"sessionId":"u"}}',
+        b'{"jsonrpc":"2.0","method":"n","params":{"sessionId":"s\\u0041"}}',
+        b'{"jsonrpc":"2.0","method":"n","params":{"sessionId":"sA"}}',
     ]
     if mixed:
         lines[2:2] = [b"[1, 2]", b"not json", b'{"a":1},{"b":2}']
