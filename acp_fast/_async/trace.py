@@ -586,12 +586,12 @@ class TraceWriter:
             if type(entry) is not bytes:  # the core's OversizedLine
                 line, size = bytes(entry.head), int(entry.size)
             self.recorded += 1
-            event = build_event(
-                now, self._start_wall + now, direction, hop, sender, receiver, line, size
-            )
             try:
+                event = build_event(
+                    now, self._start_wall + now, direction, hop, sender, receiver, line, size
+                )
                 callback(msgspec.json.decode(_encode(event)))
-            except Exception:
+            except Exception:  # never fail the connection that is recorded
                 log.exception("trace callback failed")
 
     def _write_loop(self) -> None:
