@@ -267,6 +267,7 @@ class _Connecting(Generic[R]):
         self._transport = transport
         self._reactive = reactive
         self._conn: ConnectionTo[R] | None = None
+        self._tap: Tap | None = None
 
     async def __aenter__(self) -> ConnectionTo[R]:
         builder = self._builder
@@ -284,7 +285,10 @@ class _Connecting(Generic[R]):
             reactive=self._reactive,
         )
         if builder._observers:
-            conn._observer = Tap([make() for make in builder._observers])
+            tap = self._tap = Tap([make() for make in builder._observers])
+            if tap.per_message:
+                conn._observer = tap
+            conn._wire = tap.wire
         self._group = anyio.create_task_group()
         try:
             await self._group.__aenter__()
@@ -319,8 +323,8 @@ class _Connecting(Generic[R]):
             conn._shutdown()
             with anyio.CancelScope(shield=True):
                 await self._channel_context.__aexit__(None, None, None)
-            if conn._observer is not None:
-                conn._observer.close()
+            if self._tap is not None:
+                self._tap.close()
         error = conn._take_error()
         if suppressed:
             # The block was cancelled because the connection failed: raise

@@ -180,6 +180,7 @@ class Inbound(Dispatcher):
         channel = self._channel
         framer = self._framer
         receive = self._receive
+        wire = self._wire  # a trace: one record per read (observe.py)
         try:
             while True:
                 self._flush()
@@ -211,8 +212,11 @@ class Inbound(Dispatcher):
                     if self._output_broken is not None and not self._closed.is_set():
                         self._fail(self._output_broken)
                         return False
-                    lines = iter(framer.feed(data))
+                    framed = framer.feed(data)
                     channel.read_hint = framer.buffered
+                    if wire is not None and framed:
+                        wire.record_in(framed, len(data))
+                    lines = iter(framed)
                 self._sync = True
                 try:
                     for line in lines:
@@ -269,6 +273,8 @@ class Inbound(Dispatcher):
                 framer.feed(self._first_bytes)  # a lone prefix of a BOM at EOF
             rest_line = framer.close()
             if rest_line is not None:
+                if wire is not None:
+                    wire.record_in([rest_line], 0)
                 pending = receive(rest_line)
                 if pending is not None:
                     await pending

@@ -6,9 +6,11 @@ about the life of each request the connection sends: sent, cancelled (the
 ``$/cancel_request`` went out), answered, failed (docs/tracing.md).
 
 A connection without observers pays one ``is not None`` test at each of the
-few points where a message passes (outbox.py, inbound.py, dispatch.py). The
-methods run in the connection's loop, in line with the traffic: they must be
-quick and must not raise (an exception is logged and the observer goes on).
+few points where a message passes (outbox.py, inbound.py, dispatch.py); a
+trace (a ``WireRecorder``) is called once per read and once per write
+instead. The methods run in the connection's loop, in line with the
+traffic: they must be quick and must not raise (an exception is logged and
+the observer goes on).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 from .._core import SETTLED_ERROR, SETTLED_OK, OutgoingRequest, OversizedLine
 from .._errors import Error
 
-__all__ = ("INCOMING", "OUTGOING", "Observer", "OutgoingRewriter", "Tap")
+__all__ = ("INCOMING", "OUTGOING", "Observer", "OutgoingRewriter", "Tap", "WireRecorder")
 
 log = logging.getLogger("acp_fast")
 
@@ -67,14 +69,69 @@ class OutgoingRewriter:
         return data
 
 
-class Tap:
-    """What a connection calls: fans each event out to its observers."""
+class WireRecorder:
+    """An observer that takes the traffic a read or a write at a time
+    instead of a message at a time (the trace recorder, trace.py).
+    Internal: the connection calls these once per read of its transport and
+    once per write to it, and never calls such an observer's ``on_message``
+    or request methods (only ``on_close``)."""
 
-    __slots__ = ("_observers", "_rewriters")
+    def record_in(self, lines: list[Any], size: int) -> None:
+        """The lines framed from one read of ``size`` bytes (bytes without
+        their newline, or the core's ``OversizedLine``)."""
+
+    def record_out(self, data: bytes) -> None:
+        """One write: whole messages, each with its newline."""
+
+
+class _WireFanOut(WireRecorder):
+    __slots__ = ("_recorders",)
+
+    def __init__(self, recorders: tuple[WireRecorder, ...]) -> None:
+        self._recorders = recorders
+
+    def record_in(self, lines: list[Any], size: int) -> None:
+        for recorder in self._recorders:
+            try:
+                recorder.record_in(lines, size)
+            except Exception:
+                log.exception("observer %r failed", recorder)
+
+    def record_out(self, data: bytes) -> None:
+        for recorder in self._recorders:
+            try:
+                recorder.record_out(data)
+            except Exception:
+                log.exception("observer %r failed", recorder)
+
+
+class Tap:
+    """What a connection calls: fans each event out to its observers.
+
+    The per-message observers are called through the Tap; wire recorders
+    through ``wire`` (the connection holds both, each only when there is
+    one, so a traced connection without other observers pays nothing per
+    message)."""
+
+    __slots__ = ("_all", "_observers", "_rewriters", "wire")
 
     def __init__(self, observers: Sequence[Observer]) -> None:
-        self._observers = tuple(observers)
+        self._all = tuple(observers)
+        self._observers = tuple(o for o in observers if not isinstance(o, WireRecorder))
         self._rewriters = tuple(o for o in observers if isinstance(o, OutgoingRewriter))
+        recorders = tuple(o for o in observers if isinstance(o, WireRecorder))
+        self.wire: WireRecorder | None = (
+            None
+            if not recorders
+            else recorders[0]
+            if len(recorders) == 1
+            else _WireFanOut(recorders)
+        )
+
+    @property
+    def per_message(self) -> bool:
+        """Whether any observer wants each message (or rewrites them)."""
+        return bool(self._observers or self._rewriters)
 
     def outgoing(self, data: bytes) -> bytes:
         for rewriter in self._rewriters:
@@ -130,7 +187,7 @@ class Tap:
                 log.exception("observer %r failed", observer)
 
     def close(self) -> None:
-        for observer in self._observers:
+        for observer in self._all:
             try:
                 observer.on_close()
             except Exception:

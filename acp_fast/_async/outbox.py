@@ -19,7 +19,7 @@ from .._io.channel import Channel, ChannelError
 from . import _wire
 from .handlers import PeerStyle
 from .messages import CANCEL_REQUEST_METHOD, SUCCESSOR_METHOD
-from .observe import Tap
+from .observe import Tap, WireRecorder
 
 __all__ = ("HIGH_WATER", "Outbox")
 
@@ -55,6 +55,7 @@ class Outbox:
         self._output_broken: Error | None = None  # why writing stopped
         self._output_fatal = False  # ... and it was not the peer going away
         self._observer: Tap | None = None  # set by the builder (observe.py)
+        self._wire: WireRecorder | None = None  # likewise: a trace, per write
 
     def _enqueue(self, data: bytes, early: bool = False) -> None:
         if self._output_closed:
@@ -69,6 +70,8 @@ class Outbox:
             # and with many senders it is one more write per iteration. Order
             # holds: nothing is queued ahead of it.
             self._wrote_early = True
+            if self._wire is not None:
+                self._wire.record_out(data)
             try:
                 self._channel.write(data)
             except ChannelError as exc:
@@ -91,6 +94,8 @@ class Outbox:
         data = out[0] if len(out) == 1 else b"".join(out)
         out.clear()
         self._out_size = 0
+        if self._wire is not None:
+            self._wire.record_out(data)
         try:
             self._channel.write(data)
         except ChannelError as exc:

@@ -290,25 +290,80 @@ def test_the_fast_event_encoding_says_what_the_general_one_says(line: bytes):
 
 
 @pytest.mark.parametrize("mixed", [False, True])
-def test_a_batch_of_events_is_written_as_each_event_alone_would_be(mixed: bool):
-    from acp_fast._async.trace import encode_batch, encode_event
+@pytest.mark.parametrize("grouped", [False, True])
+def test_a_batch_of_events_is_written_as_each_event_alone_would_be(mixed: bool, grouped: bool):
+    # An entry is one read (a list of lines) or one write (whole messages,
+    # each with its newline); every message of an entry has its time.
+    from acp_fast._async.trace import LINES, WRITTEN, _entry_ends, encode_batch, encode_event
 
     lines = [
-        b'{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s"}}\n',
+        b'{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s"}}',
         b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{}}}',
         b'{"jsonrpc":"2.0","id":"x","result":{"stopReason":"end_turn"}}',
         b'{"jsonrpc":"2.0","id":2,"error":{"code":-32800,"message":"Request cancelled"}}',
         b'{"jsonrpc":"2.0","method":"_proxy/successor","params":{"method":"a","params":{}}}',
         b'{"id":1}',
+        # Lines that start alike: the session is told from the start only
+        # where the start decides it.
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","n":2}}',
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"st","n":3}}',
+        b'{"jsonrpc":"2.0","method":"n","params":{"a":{"params":{"sessionId":"s"}}}}',
+        b'{"jsonrpc":"2.0","method":"n","params":{"a":{"params":{"sessionId":"s"}},"sessionId":"u"}}',
+        b'{"jsonrpc":"2.0","method":"n","params":{"sessionId":"s\\u0041"}}',
+        b'{"jsonrpc":"2.0","method":"n","params":{"sessionId":"sA"}}',
     ]
     if mixed:
         lines[2:2] = [b"[1, 2]", b"not json", b'{"a":1},{"b":2}']
-    items = [
-        (0.5 + i / 7, "in" if i % 2 else "out", "hop", "Agent", "Client", line, None)
-        for i, line in enumerate(lines)
-    ]
-    expected = b"".join(
-        encode_event(clock - 0.5, 1796160271.5 + (clock - 0.5), *rest[:-1]) + b"\n"
-        for clock, *rest in items
+    groups = (
+        [lines[i : i + 3] for i in range(0, len(lines), 3)] if grouped else [[x] for x in lines]
     )
-    assert encode_batch(items, 0.5, 1796160271.5) == expected
+    items = []
+    expected = []
+    for i, group in enumerate(groups):
+        clock = 0.5 + i / 7
+        direction = "in" if i % 2 else "out"
+        ends = _entry_ends(direction, "hop", "Agent", "Client")
+        if direction == "in":
+            items.append((clock, ends, b"\n".join(group), LINES, 0, 0))
+        else:
+            items.append((clock, ends, b"".join(x + b"\n" for x in group), WRITTEN, 0, 0))
+        expected += [
+            encode_event(
+                clock - 0.5, 1796160271.5 + (clock - 0.5), direction, "hop", "Agent", "Client", x
+            )
+            + b"\n"
+            for x in group
+        ]
+    assert encode_batch(items, 0.5, 1796160271.5) == b"".join(expected)
+
+
+async def test_a_read_of_several_lines_is_recorded_message_by_message(
+    anyio_backend: str, tmp_path: Path
+):
+    # Lines that came in one read are one entry of the queue, written as one
+    # event each with the read's time; an oversized line among them is
+    # recorded as its head and size; the answers are "out" events.
+    from tests.support import echo_server, serving
+
+    path = tmp_path / "agent.jsons"
+    builder = echo_server().name("served").max_message_size(200).trace(path)
+    async with serving(builder) as peer:
+        peer.send(
+            b'{"jsonrpc":"2.0","id":1,"method":"echo","params":{"sessionId":"s","n":1}}\n'
+            b'{"jsonrpc":"2.0","id":2,"method":"echo","params":{"text":"' + b"x" * 300 + b'"}}\n'
+            b'{"jsonrpc":"2.0","method":"note","params":{"sessionId":"s"}}\n'
+            b"not json\n"
+        )
+        answers = [await peer.receive() for _ in range(3)]
+    assert sorted(str(a.get("id")) for a in answers) == ["1", "2", "None"]
+    events, summary = read_trace(path)
+    incoming = [e for e in events if e["dir"] == "in"]
+    assert [e["type"] for e in incoming] == ["request", "invalid", "notification", "invalid"]
+    assert len({e["ts"] for e in incoming}) == 1, "one read: one time"
+    assert incoming[0]["session"] == incoming[2]["session"] == "s"
+    assert incoming[1]["oversized"] > 300 and incoming[1]["text"].startswith('{"jsonrpc"')
+    assert incoming[3]["text"] == "not json"
+    outgoing = [e for e in events if e["dir"] == "out"]
+    assert len(outgoing) == 3 and {e["hop"] for e in events} == {"served"}
+    assert all(e["ts"] >= incoming[0]["ts"] for e in outgoing)
+    assert summary["recorded"] == len(events) == 7 and summary["dropped"] == 0

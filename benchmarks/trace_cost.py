@@ -1,0 +1,159 @@
+"""What recording a trace to a file costs (docs/tracing.md).
+
+    python benchmarks/trace_cost.py [--rounds 4] [--seconds 1] [--backend trio]
+    python benchmarks/trace_cost.py --python OTHER/.venv/bin/python   # two builds
+
+Runs the `acp-fast bench` workloads over a socketpair (the client and the
+bench agent in one process, only the client traced) in fresh processes,
+untraced and traced to a file, interleaved round by round. Each run reports
+its operations, wall time and the CPU time of the whole process (the trace
+writer thread included). The table gives, per workload, the best CPU time per
+operation and the best rate of each variant, and traced/untraced ratios
+within each build. With ``--python``, that interpreter's acp_fast runs in the
+same rounds as a second build (e.g. another checkout's virtualenv), so two
+versions are compared in one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+WORKLOADS = (("rt", 1), ("rt", 64), ("notify", 0))
+
+_CHILD = r"""
+import json, os, sys, time
+import anyio
+from acp_fast._bench import _fast
+from acp_fast._bench._common import ECHO, SESSION_ID, STREAM, STREAM_BURST
+import acp_fast as acp
+
+kind, concurrency, warmup, seconds, backend = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+
+async def main():
+    counter = _fast.Counter()
+    async with _fast.connected("socket", backend, counter) as cx:
+        done = 0
+        stop = False
+        async def caller():
+            nonlocal done
+            i = 0
+            while not stop:
+                await cx.send_request(acp.UntypedMessage(ECHO, {"i": i}))
+                done += 1
+                i += 1
+        async def streamer():
+            nonlocal done
+            while not stop:
+                expected = counter.received() + STREAM_BURST
+                await cx.send_request(acp.UntypedMessage(STREAM, {"sessionId": SESSION_ID, "n": STREAM_BURST}))
+                while counter.received() < expected:
+                    await anyio.sleep(0.0002)
+        async with anyio.create_task_group() as group:
+            if kind == "rt":
+                for _ in range(concurrency):
+                    group.start_soon(caller)
+                count = lambda: done
+            else:
+                group.start_soon(streamer)
+                count = counter.received
+            await anyio.sleep(warmup)
+            n0, w0, c0 = count(), time.perf_counter(), time.process_time()
+            await anyio.sleep(seconds)
+            n1, w1, c1 = count(), time.perf_counter(), time.process_time()
+            stop = True
+        # The writer's flush at close is part of what tracing costs.
+    c2 = time.process_time()
+    print(json.dumps({"ops": n1 - n0, "wall": w1 - w0, "cpu": c1 - c0, "close_cpu": c2 - c1}))
+
+anyio.run(main, backend=backend)
+"""
+
+
+def _run(
+    python: str, traced: str | None, kind: str, concurrency: int, args: argparse.Namespace, cwd: str
+) -> dict[str, float]:
+    env = dict(os.environ)
+    env.pop("ACP_FAST_BENCH_TRACE_DIR", None)
+    if traced is not None:
+        env["ACP_FAST_BENCH_TRACE_DIR"] = traced
+    if args.pure:
+        env["ACP_FAST_NO_EXTENSIONS"] = "1"
+    command = [
+        python,
+        "-c",
+        _CHILD,
+        kind,
+        str(concurrency),
+        str(args.warmup),
+        str(args.seconds),
+        args.backend,
+    ]
+    if args.cpu is not None:
+        command = ["taskset", "-c", args.cpu, *command]
+    # Run from elsewhere: "-c" puts the working directory first on sys.path,
+    # and a checkout's own package would shadow the interpreter's.
+    out = subprocess.run(
+        command, env=env, check=True, capture_output=True, text=True, cwd=cwd
+    ).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--python", action="append", default=[], help="another build's interpreter")
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--seconds", type=float, default=1.0)
+    parser.add_argument("--warmup", type=float, default=0.3)
+    parser.add_argument("--backend", default="asyncio", choices=("asyncio", "trio"))
+    parser.add_argument("--pure", action="store_true", help="the pure-Python core")
+    parser.add_argument("--cpu", help="taskset -c CPUS for every run (e.g. 0, or 0,1)")
+    args = parser.parse_args()
+    pythons = [sys.executable, *args.python]
+    best: dict[tuple[str, bool, str], dict[str, float]] = {}
+    with tempfile.TemporaryDirectory() as directory, tempfile.TemporaryDirectory() as cwd:
+        for round_number in range(args.rounds):
+            for kind, concurrency in WORKLOADS:
+                name = f"{kind}:{concurrency}" if kind == "rt" else kind
+                for python in pythons if round_number % 2 == 0 else pythons[::-1]:
+                    for traced in (False, True) if round_number % 2 == 0 else (True, False):
+                        result = _run(
+                            python, directory if traced else None, kind, concurrency, args, cwd
+                        )
+                        for entry in os.listdir(directory):
+                            os.unlink(os.path.join(directory, entry))
+                        cpu = (result["cpu"] + result["close_cpu"]) / result["ops"]
+                        rate = result["ops"] / result["wall"]
+                        key = (python, traced, name)
+                        seen = best.setdefault(key, {"cpu": cpu, "rate": rate})
+                        seen["cpu"] = min(seen["cpu"], cpu)
+                        seen["rate"] = max(seen["rate"], rate)
+            print(f"round {round_number + 1}/{args.rounds} done", file=sys.stderr)
+    print(f"backend {args.backend}, core {'py' if args.pure else 'default'}, best of {args.rounds}")
+    print(
+        f"{'build':<40} {'workload':<8} {'us/op off':>9} {'us/op on':>9} {'cpu x':>6} {'rate x':>6}"
+    )
+    for python in pythons:
+        for kind, concurrency in WORKLOADS:
+            name = f"{kind}:{concurrency}" if kind == "rt" else kind
+            off, on = best[(python, False, name)], best[(python, True, name)]
+            print(
+                f"{python[-40:]:<40} {name:<8} {off['cpu'] * 1e6:9.2f} {on['cpu'] * 1e6:9.2f} "
+                f"{on['cpu'] / off['cpu']:6.2f} {off['rate'] / on['rate']:6.2f}"
+            )
+    if len(pythons) > 1:
+        print("untraced, CPU per op against the first build:")
+        for python in pythons[1:]:
+            for kind, concurrency in WORKLOADS:
+                name = f"{kind}:{concurrency}" if kind == "rt" else kind
+                ratio = best[(python, False, name)]["cpu"] / best[(pythons[0], False, name)]["cpu"]
+                print(f"  {python[-40:]:<40} {name:<8} {ratio:6.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
