@@ -205,3 +205,16 @@ async def test_mounted_in_starlette(serve_app: Any, kind: str) -> None:
             session = await agent.new_session(cwd="/")
             await agent.prompt(session.session_id, "many 5")
             assert client.updates == [f"{n} " for n in range(5)]
+
+
+async def test_uvicorn_wsproto_implementation(serve_app: Any) -> None:
+    # uvicorn's other WebSocket implementation serves the same protocol.
+    base = serve_app(ws="wsproto")
+    client = RecordingClient()
+    with anyio.fail_after(TIMEOUT):
+        async with acp.connect_to_agent(client, transport_for("ws", base)) as agent:
+            await agent.initialize()
+            session = await agent.new_session(cwd="/")
+            result = await agent.prompt(session.session_id, "many 50")
+            assert result.stop_reason == "end_turn"
+            assert client.updates == [f"{n} " for n in range(50)]
