@@ -17,6 +17,7 @@ in one system call, and one read returns every message that arrived.
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -144,30 +145,60 @@ async def _connect_tcp(backend: Backend, host: str, port: int, connect_one: Any)
     raise error
 
 
+# Mask keys are drawn from the system's CSPRNG this many bytes at a time
+# (one system call per 1,024 frames, not one per frame).
+_MASK_POOL = 4096
+
+
 class _Frames(Channel):
     """WebSocket framing over the byte channel that follows it in the MRO.
 
     ``write`` takes newline-framed messages (as every channel does) and
     writes one text frame per message; ``receive`` returns the messages of
     every complete text frame that arrived, each followed by a newline.
-    Pings are answered and a Close from the server is echoed by the
-    protocol itself; its answers leave with the next write to the socket.
+
+    The frames of the data path, unfragmented text frames, are made and read
+    here (a masked frame costs a header, a key from a pool of random bytes
+    and websockets' C masking; a frame from the server is a header and a
+    slice). Every other frame (pings, Close, fragments, binary frames, and
+    anything malformed or too large) is handed whole to websockets' protocol,
+    which answers pings, echoes a Close, reassembles fragments and enforces
+    the limits; its answers leave with the next write to the socket.
     """
 
     _ws: Any
+    _apply_mask: Any
+    _masks: bytes
+    _mask_at: int
     _events: list[Any]
     _partial: bytes
+    _early: bytes
+    _inbox: bytearray
+    _state_open: Any
+    _need: int
     _fragments: list[bytes]
+    _in_fragment: bool
     _skipping: bool
     _closed_by_server: bool
     _limit: int
 
     def _start(self, protocol: Any, limit: int) -> None:
+        from websockets.protocol import State
+        from websockets.utils import apply_mask
+
         self._ws = protocol
-        self._events = []
+        self._state_open = State.OPEN
+        self._apply_mask = apply_mask
+        self._masks = b""
+        self._mask_at = _MASK_POOL
+        self._events = []  # frames the protocol parsed, not yet taken
         self._partial = b""  # the start of a message whose newline is to come
+        self._early = b""  # what came right after the handshake's answer
+        self._inbox = bytearray()  # the start of a frame still arriving
+        self._need = 0  # ... and how many bytes make it whole (0: unknown)
         self._fragments = []  # a text message arriving in several frames
-        self._skipping = False  # ... or a binary one, which carries nothing
+        self._in_fragment = False  # ... or any fragmented message
+        self._skipping = False  # ... which is binary and carries nothing
         self._closed_by_server = False
         self._limit = limit
 
@@ -181,14 +212,29 @@ class _Frames(Channel):
         ws.send_request(request)
         super().write(b"".join(ws.data_to_send()))
         await self._push()
+        head = b""
+        in_head = True
         while True:
             data = await super().receive()
-            if data:
+            if not data:
+                ws.receive_eof()
+            elif in_head:
+                # Only the response's head goes to the protocol; frames that
+                # came right after it are read here, like any later ones.
+                head += data
+                end = head.find(b"\r\n\r\n")
+                if end < 0:
+                    continue
+                if head.startswith((b"HTTP/1.1 101 ", b"HTTP/1.0 101 ")):
+                    self._early = head[end + 4 :]
+                    data = head[: end + 4]
+                else:
+                    data = head  # a refusal: its body is the protocol's too
+                in_head = False
                 ws.receive_data(data)
             else:
-                ws.receive_eof()
-            events = ws.events_received()
-            for index, event in enumerate(events):
+                ws.receive_data(data)
+            for event in ws.events_received():
                 if not isinstance(event, Response):
                     continue
                 failure = ws.handshake_exc
@@ -200,7 +246,6 @@ class _Frames(Channel):
                             f"WebSocket refused: HTTP {status} {text}".strip(), status
                         )
                     raise WebSocketError(f"WebSocket handshake failed: {failure}")
-                self._events = events[index + 1 :]  # frames that came with it
                 value = event.headers.get(CONNECTION_HEADER)
                 return str(value) if value is not None else None
             if not data:
@@ -220,18 +265,30 @@ class _Frames(Channel):
             self._partial = bytes(data[end + 1 :])
             if end < 0:
                 return
-        ws = self._ws
-        try:
-            if end == data.find(b"\n"):
-                ws.send_text(data[:end])  # the usual case: one message
-            else:
-                for line in data[:end].split(b"\n"):
-                    if line:
-                        ws.send_text(line)
-        except Exception as exc:  # the protocol is closing: InvalidState
-            raise ChannelError(f"write failed: the WebSocket is closing ({exc})") from exc
-        frames = ws.data_to_send()
-        super().write(frames[0] if len(frames) == 1 else b"".join(frames))
+        if self._ws.state is not self._state_open:
+            raise ChannelError("write failed: the WebSocket is closing")
+        if end == data.find(b"\n"):
+            super().write(self._frame(data[:end]))  # the usual case: one message
+        else:
+            frame = self._frame
+            super().write(b"".join([frame(line) for line in data[:end].split(b"\n") if line]))
+
+    def _frame(self, payload: bytes) -> bytes:
+        """One masked text frame (RFC 6455 §5.2, §5.3)."""
+        at = self._mask_at
+        if at >= _MASK_POOL:
+            self._masks = os.urandom(_MASK_POOL)
+            at = 0
+        mask = self._masks[at : at + 4]
+        self._mask_at = at + 4
+        size = len(payload)
+        if size < 126:
+            head = bytes((0x81, 0x80 | size))
+        elif size < 65536:
+            head = b"\x81\xfe" + size.to_bytes(2, "big")
+        else:
+            head = b"\x81\xff" + size.to_bytes(8, "big")
+        return head + mask + self._apply_mask(payload, mask)  # type: ignore[no-any-return]
 
     async def _push(self) -> None:
         """Hand everything held to the socket (when no ``run()`` task runs)."""
@@ -255,15 +312,94 @@ class _Frames(Channel):
                 if isinstance(failure, PayloadTooBig):
                     raise ChannelError(f"a WebSocket message exceeds {self._limit} bytes")
                 raise ChannelError(f"the WebSocket failed: {failure!r}")
-            data = await super().receive()
-            if not data:
-                ws.receive_eof()
-                raise ChannelError("the WebSocket connection was lost")
-            ws.receive_data(data)
-            self._events = ws.events_received()
+            if self._early:
+                data, self._early = self._early, b""  # frames that came with the 101
+            else:
+                # A large frame still arriving is read in larger pieces.
+                self.read_hint = self._need - len(self._inbox)
+                data = await super().receive()
+                if not data:
+                    ws.receive_eof()
+                    raise ChannelError("the WebSocket connection was lost")
+            messages = self._parse(data)
             answers = ws.data_to_send()
             if answers:  # pongs, the echo of a Close, a Close for an error
                 self._queue(b"".join(answers))
+            if messages:
+                return messages
+
+    def _parse(self, data: bytes) -> bytes:
+        """The messages of the complete frames in what arrived so far."""
+        inbox = self._inbox
+        if inbox:
+            inbox += data
+            if len(inbox) < self._need:
+                return b""
+            buffer: bytes | bytearray = inbox
+        else:
+            buffer = data
+        messages: list[bytes] = []
+        at = 0
+        size = len(buffer)
+        limit = self._limit
+        while size - at >= 2:
+            first = buffer[at]
+            length = buffer[at + 1]
+            masked = length & 0x80  # from a server: the protocol refuses it
+            head = 6 if masked else 2
+            length &= 0x7F
+            if length == 126:
+                if size - at < 4:
+                    break
+                length = int.from_bytes(buffer[at + 2 : at + 4], "big")
+                head += 2
+            elif length == 127:
+                if size - at < 10:
+                    break
+                length = int.from_bytes(buffer[at + 2 : at + 10], "big")
+                head += 8
+            end = at + head + length
+            if first == 0x81 and not masked and length <= limit and not self._in_fragment:
+                if end > size:
+                    break
+                messages.append(bytes(buffer[at + head : end]))
+            else:
+                if end > size and length <= limit:
+                    break
+                # Any other frame, whole (or the header of one too large):
+                # the protocol's to handle.
+                self._ws.receive_data(bytes(buffer[at:end]))
+                self._events = self._ws.events_received()
+                taken = self._take_events()
+                if taken:
+                    messages.append(taken[:-1])
+                if self._closed_by_server or self._ws.parser_exc is not None:
+                    at = size
+                    break
+            at = end
+        if at < size:
+            rest = buffer[at:]
+            self._inbox = rest if isinstance(rest, bytearray) else bytearray(rest)
+            self._need = self._frame_size(rest)
+        elif inbox:
+            self._inbox = bytearray()
+            self._need = 0
+        if not messages:
+            return b""
+        return _lines(messages)
+
+    @staticmethod
+    def _frame_size(start: bytes | bytearray) -> int:
+        """How many bytes the frame starting ``start`` needs (0: unknown yet)."""
+        if len(start) < 2:
+            return 0
+        length = start[1] & 0x7F
+        head = 6 if start[1] & 0x80 else 2
+        if length == 126:
+            return 0 if len(start) < 4 else head + 2 + int.from_bytes(start[2:4], "big")
+        if length == 127:
+            return 0 if len(start) < 10 else head + 8 + int.from_bytes(start[2:10], "big")
+        return head + length
 
     def _take_events(self) -> bytes:
         from websockets.frames import Opcode
@@ -274,32 +410,25 @@ class _Frames(Channel):
             opcode = frame.opcode
             if opcode is Opcode.TEXT:
                 if frame.fin:
-                    messages.append(frame.data)
+                    messages.append(bytes(frame.data))
                 else:
-                    self._fragments = [frame.data]
+                    self._fragments = [bytes(frame.data)]
+                    self._in_fragment = True
             elif opcode is Opcode.CONT:
                 if not self._skipping:
-                    self._fragments.append(frame.data)
+                    self._fragments.append(bytes(frame.data))
                     if frame.fin:
                         messages.append(b"".join(self._fragments))
                         self._fragments = []
                 if frame.fin:
-                    self._skipping = False
+                    self._skipping = self._in_fragment = False
             elif opcode is Opcode.BINARY:
-                self._skipping = not frame.fin  # binary frames carry nothing here
+                # Binary frames carry nothing in this protocol.
+                self._skipping = self._in_fragment = not frame.fin
             elif opcode is Opcode.CLOSE:
                 self._closed_by_server = True
                 break
-        if not messages:
-            return b""
-        for index, message in enumerate(messages):
-            if b"\n" in message or b"\r" in message:
-                # One message per line: a pretty-printed message's newlines
-                # are only whitespace (a raw newline inside a JSON string is
-                # invalid anyway).
-                messages[index] = message.replace(b"\r", b" ").replace(b"\n", b" ")
-        messages.append(b"")
-        return b"\n".join(messages)
+        return _lines(messages) if messages else b""
 
     # -- closing ----------------------------------------------------------------
 
@@ -331,6 +460,17 @@ class _Frames(Channel):
                 await self.receive()  # late messages are dropped
         except (ChannelError, OSError, anyio.BrokenResourceError):
             pass
+
+
+def _lines(messages: list[bytes]) -> bytes:
+    """Messages as newline-framed bytes, one message per line."""
+    for index, message in enumerate(messages):
+        if b"\n" in message or b"\r" in message:
+            # A pretty-printed message's newlines are only whitespace (a raw
+            # newline inside a JSON string is invalid anyway).
+            messages[index] = message.replace(b"\r", b" ").replace(b"\n", b" ")
+    messages.append(b"")
+    return b"\n".join(messages)
 
 
 class _SocketFrames(_Frames, FdChannel):
