@@ -261,14 +261,15 @@ class _Frames(Channel):
             data = self._partial + data
             self._partial = b""
         end = data.rfind(b"\n")
-        if end != len(data) - 1:
+        if end != len(data) - 1 or not data:
             self._partial = bytes(data[end + 1 :])
             if end < 0:
                 return
         if self._ws.state is not self._state_open:
             raise ChannelError("write failed: the WebSocket is closing")
         if end == data.find(b"\n"):
-            super().write(self._frame(data[:end]))  # the usual case: one message
+            if end:  # the usual case: one message
+                super().write(self._frame(data[:end]))
         else:
             frame = self._frame
             super().write(b"".join([frame(line) for line in data[:end].split(b"\n") if line]))
