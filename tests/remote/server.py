@@ -18,14 +18,19 @@ import uvicorn
 
 
 class RunningServer:
-    def __init__(self, app: Any, ws: str = "websockets-sansio") -> None:
+    def __init__(self, app: Any, ws: str = "websockets-sansio", **settings: Any) -> None:
         self.app = app
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         config = uvicorn.Config(
-            app, ws=ws, log_level="warning", lifespan="on", timeout_graceful_shutdown=3
+            app,
+            ws=ws,
+            log_level="warning",
+            lifespan="on",
+            timeout_graceful_shutdown=3,
+            **settings,
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(
