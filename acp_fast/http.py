@@ -27,6 +27,9 @@ from ._typed.agent import BaseAgent, agent_builder
 
 __all__ = ("AcpApp", "ServerOptions", "serve")
 
+# uvicorn's WebSocket implementation for ``serve`` (its ``ws=`` setting).
+DEFAULT_WS = "websockets-sansio"
+
 
 class AcpApp(RemoteServer):
     """An ASGI app serving one agent per connection.
@@ -76,6 +79,9 @@ def serve(
 
     Listening on another address also needs ``allowed_hosts`` naming the
     host names clients use (DNS-rebinding protection, docs/remote.md).
+    WebSockets are served by uvicorn's ``websockets-sansio`` implementation
+    unless ``ws=`` says otherwise (the fastest of uvicorn's three, see
+    docs/remote.md).
     """
     import uvicorn
 
@@ -83,4 +89,5 @@ def serve(
         raise ValueError(
             f"serving on {host!r}: pass allowed_hosts= the host names clients use (or ['*'])"
         )
-    uvicorn.run(app, host=host, port=port, ws="wsproto", **uvicorn_settings)
+    uvicorn_settings.setdefault("ws", DEFAULT_WS)
+    uvicorn.run(app, host=host, port=port, **uvicorn_settings)

@@ -42,7 +42,7 @@ from acp_fast import helpers as h
 from acp_fast.schema import v1
 
 SCRIPT = str(Path(__file__).resolve())
-WS_IMPL = "wsproto"
+WS_IMPL = "websockets-sansio"  # acp_fast.http.serve's default
 
 
 # -- the agent ------------------------------------------------------------------

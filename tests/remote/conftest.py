@@ -3,6 +3,7 @@
 It starts ``tests.remote.server.RunningServer`` with the given ASGI app (an
 ``AcpApp`` of the test agent with these options by default) and returns its
 base URL (``http://127.0.0.1:PORT``); the server stops when the test ends.
+``ws=`` picks uvicorn's WebSocket implementation.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from tests.remote.server import RunningServer
 def serve_app() -> Iterator[Callable[..., str]]:
     running: list[RunningServer] = []
 
-    def start(app: Any = None, **options: Any) -> str:
-        server = RunningServer(app if app is not None else AcpApp(RemoteTestAgent, **options))
+    def start(app: Any = None, *, ws: str = "websockets-sansio", **options: Any) -> str:
+        server = RunningServer(app if app is not None else AcpApp(RemoteTestAgent, **options), ws)
         running.append(server)
         return server.url
 

@@ -1,7 +1,8 @@
 """A real uvicorn server on loopback, in a thread of its own.
 
 ``RunningServer(app)`` starts uvicorn on 127.0.0.1 (an ephemeral port) with
-the given ASGI app; ``url`` is its base URL, ``stop()`` ends it. The test's
+the given ASGI app (``ws=`` picks uvicorn's WebSocket implementation, the
+one ``acp_fast.http.serve`` uses by default); ``url`` is its base URL, ``stop()`` ends it. The test's
 own event loop (asyncio or trio) runs the clients, so every byte crosses a
 real socket.
 """
@@ -17,14 +18,19 @@ import uvicorn
 
 
 class RunningServer:
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, ws: str = "websockets-sansio", **settings: Any) -> None:
         self.app = app
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         config = uvicorn.Config(
-            app, ws="wsproto", log_level="warning", lifespan="on", timeout_graceful_shutdown=3
+            app,
+            ws=ws,
+            log_level="warning",
+            lifespan="on",
+            timeout_graceful_shutdown=3,
+            **settings,
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(

@@ -10,7 +10,10 @@ ends the agent's connection.
 from __future__ import annotations
 
 import asyncio
+import shutil
+import ssl
 import threading
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -19,6 +22,7 @@ import pytest
 import acp_fast as acp
 from acp_fast.http import AcpApp
 from tests.remote.agent import RecordingClient, RemoteTestAgent
+from tests.remote.server import RunningServer
 
 pytestmark = pytest.mark.anyio
 
@@ -205,3 +209,49 @@ async def test_mounted_in_starlette(serve_app: Any, kind: str) -> None:
             session = await agent.new_session(cwd="/")
             await agent.prompt(session.session_id, "many 5")
             assert client.updates == [f"{n} " for n in range(5)]
+
+
+async def test_uvicorn_wsproto_implementation(serve_app: Any) -> None:
+    # uvicorn's other WebSocket implementation serves the same protocol.
+    base = serve_app(ws="wsproto")
+    client = RecordingClient()
+    with anyio.fail_after(TIMEOUT):
+        async with acp.connect_to_agent(client, transport_for("ws", base)) as agent:
+            await agent.initialize()
+            session = await agent.new_session(cwd="/")
+            result = await agent.prompt(session.session_id, "many 50")
+            assert result.stop_reason == "end_turn"
+            assert client.updates == [f"{n} " for n in range(50)]
+
+
+async def test_wss_over_tls(tmp_path: Path) -> None:
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl is needed to make a certificate")
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    await anyio.run_process(
+        [openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"]
+        + ["-nodes", "-keyout", str(key), "-out", str(cert), "-days", "1"]
+        + ["-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True,
+    )
+    app = AcpApp(RemoteTestAgent)
+    server = await anyio.to_thread.run_sync(
+        lambda: RunningServer(app, ssl_keyfile=str(key), ssl_certfile=str(cert))
+    )
+    try:
+        context = ssl.create_default_context(cafile=str(cert))
+        url = f"wss://127.0.0.1:{server.port}/acp"
+        client = RecordingClient()
+        with anyio.fail_after(TIMEOUT):
+            transport = acp.WebSocketTransport(url, ssl_context=context)
+            async with acp.connect_to_agent(client, transport) as agent:
+                await agent.initialize()
+                session = await agent.new_session(cwd="/")
+                result = await agent.prompt(session.session_id, "many 500")
+                assert result.stop_reason == "end_turn"
+                assert client.updates == [f"{n} " for n in range(500)]
+                big = {"x": "y" * 200_000}  # frames larger than one TLS record
+                assert await agent.send_request(acp.UntypedMessage("_t/echo", big)) == big
+    finally:
+        await anyio.to_thread.run_sync(server.stop)

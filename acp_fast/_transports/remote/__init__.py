@@ -2,7 +2,7 @@
 
 * ``server``: the ASGI application behind ``acp_fast.http.AcpApp``;
 * ``http_client``: ``HttpTransport``, a client over POST + SSE (httpx);
-* ``ws_client``: ``WebSocketTransport``, a client over a WebSocket (wsproto);
+* ``ws_client``: ``WebSocketTransport``, a client over a WebSocket (websockets' sans-I/O protocol);
 * ``wire``, ``channel``, ``streams``: what they share.
 
 The libraries are an optional extra (``pip install 'acp-fast[http]'``),

@@ -81,6 +81,7 @@ class Connection:
         backend: Backend,
         owner: tuple[str, str],
         sink: MessageSink | None = None,
+        channel: MessageChannel | None = None,
     ) -> None:
         self.id = secrets.token_urlsafe(24)  # 192 random bits
         self.owner = owner
@@ -98,7 +99,9 @@ class Connection:
         self.scope = anyio.CancelScope()
         self.task: Any = None  # an asyncio task is only weakly held by its loop
         # Over HTTP the output is sorted into SSE streams; a socket has one.
-        self.channel = MessageChannel(backend, sink if sink is not None else Router(self))
+        if channel is None:
+            channel = MessageChannel(backend, sink if sink is not None else Router(self))
+        self.channel = channel
 
     def stream(self, session: str | None) -> Mailbox:
         mailbox = self.streams.get(session)

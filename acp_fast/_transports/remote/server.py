@@ -35,7 +35,7 @@ from .asgi import (
     refuse_websocket,
     respond,
 )
-from .channel import spawn_free_standing
+from .channel import MessageChannel, spawn_free_standing
 from .connection import (
     LOCAL_HOSTS,
     Connection,
@@ -463,13 +463,17 @@ class RemoteServer:
             return
         backend = current_backend()
         mailbox = Mailbox(backend, self.options.max_buffered_bytes)
+        channel = SocketChannel(
+            backend, SocketSink(mailbox), receive, self.options.max_message_bytes
+        )
         conn = Connection(
             self.options,
             self.connections,
             backend,
             self._owner(scope, headers),
-            SocketSink(mailbox),
+            channel=channel,
         )
+        channel.connection = conn
         await send(
             {
                 "type": "websocket.accept",
@@ -480,8 +484,8 @@ class RemoteServer:
         try:
             async with anyio.create_task_group() as group:
                 group.start_soon(self._run_socket_agent, conn)
-                group.start_soon(_socket_sender, send, mailbox)
-                await self._socket_receiver(receive, send, conn)
+                group.start_soon(self._socket_grace, conn, group.cancel_scope)
+                await _socket_sender(send, mailbox, channel)
                 with anyio.move_on_after(self.options.close_grace):
                     await conn.finished.wait()
                 group.cancel_scope.cancel()
@@ -492,31 +496,61 @@ class RemoteServer:
         await self._serve(conn)
         conn.finished.set()
 
-    async def _socket_receiver(self, receive: Receive, send: Send, conn: Connection) -> None:
-        limit = self.options.max_message_bytes
-        while True:
+    async def _socket_grace(self, conn: Connection, serving: anyio.CancelScope) -> None:
+        """Once the client left (or the server closes), give the agent time to end."""
+        await conn.closing.wait()
+        with anyio.move_on_after(self.options.close_grace):
+            await conn.finished.wait()
+        serving.cancel()
+
+
+class SocketChannel(MessageChannel):
+    """A WebSocket connection's end for its agent.
+
+    Its agent reads the socket itself: ``receive()`` awaits the ASGI
+    server's next event, so a message costs no task of ours between the
+    server and the agent. The agent's output goes to the socket's mailbox,
+    which ``_socket_sender`` sends one frame per message (ASGI sends one
+    frame per ``websocket.send``).
+    """
+
+    def __init__(self, backend: Any, sink: SocketSink, receive: Receive, limit: int) -> None:
+        super().__init__(backend, sink)
+        self._asgi_receive = receive
+        self._limit = limit
+        self.connection: Connection | None = None
+        self.close_code = 1000  # what the Close frame says once the output ends
+
+    async def receive(self) -> bytes:
+        receive = self._asgi_receive
+        while not self._input_ended:
             message = await receive()
             kind = message["type"]
+            if kind == "websocket.receive":
+                text = message.get("text")
+                if text is None:
+                    continue  # binary frames carry nothing in this protocol
+                data: bytes = text.encode()
+                if len(data) > self._limit:
+                    self.close_code = 1009
+                    self._client_gone()
+                    break
+                if b"\n" in data or b"\r" in data:
+                    # One message per line (see MessageChannel.put_nowait).
+                    data = data.replace(b"\r", b" ").replace(b"\n", b" ")
+                return data + b"\n"
             if kind == "websocket.disconnect":
-                conn.close()
-                return
-            if kind != "websocket.receive":
-                continue
-            text = message.get("text")
-            if text is None:
-                continue  # binary frames carry nothing in this protocol
-            data = text.encode()
-            if len(data) > limit:
-                conn.close()
-                try:
-                    await send({"type": "websocket.close", "code": 1009})
-                except OSError:
-                    pass
-                return
-            await conn.channel.put(data)
+                self._client_gone()
+        return await super().receive()  # EOF, or the failure that ended the input
+
+    def _client_gone(self) -> None:
+        if self.connection is not None:
+            self.connection.close()
+        else:  # pragma: no cover - set right after the connection is made
+            self.end_input()
 
 
-async def _socket_sender(send: Send, mailbox: Mailbox) -> None:
+async def _socket_sender(send: Send, mailbox: Mailbox, channel: SocketChannel) -> None:
     try:
         while True:
             items = await mailbox.take()
@@ -524,7 +558,7 @@ async def _socket_sender(send: Send, mailbox: Mailbox) -> None:
                 break
             for item in items:
                 await send({"type": "websocket.send", "text": item.decode()})
-        await send({"type": "websocket.close", "code": 1000})
+        await send({"type": "websocket.close", "code": channel.close_code})
     except OSError:
         mailbox.close()  # the client is gone: the agent's writes fail
 
