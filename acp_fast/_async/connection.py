@@ -37,6 +37,7 @@ import anyio
 import msgspec
 
 from .._core import (
+    MISSING,
     SETTLED_ERROR,
     SETTLED_LOST,
     OutgoingRequest,
@@ -160,7 +161,8 @@ class ConnectionTo(Inbound, Generic[R]):
         if not self.role.has_default_peer:
             return self.send_request_to(None, request)
         if type(request) is UntypedMessage:
-            method, params = request.method, request._wire_params()
+            raw = request._raw  # request._wire_params(), inlined
+            method, params = request.method, request._params if raw is MISSING else raw
         else:
             method, params = method_of(request), wire_params(request)
         table = self._table
