@@ -397,11 +397,13 @@ class SentRequest(_Handle[T]):
         """The answer, as an awaitable (``await sent`` does the same)."""
         return self._wait()
 
-    def __await__(self) -> Generator[Any, None, T]:
-        # _Handle.__await__ with block_task inlined: this runs per request.
-        return self._wait().__await__()
-
     async def _wait(self) -> T:
+        result: T = await self
+        return result
+
+    def __await__(self) -> Generator[Any, None, T]:
+        # The wait itself, as a generator: ``await sent`` iterates it directly,
+        # with no coroutine object and no wrapper around it (per request).
         conn = self._conn
         request = self._request
         if self._consumed:
@@ -419,7 +421,7 @@ class SentRequest(_Handle[T]):
             if self._sources:
                 self._watch_sources()
             try:
-                await waiter
+                yield from waiter.__await__()
             except BaseException:
                 # The awaiting task was cancelled (cancel scope, timeout):
                 # abandoning the answer cancels the request, once (§7).
@@ -431,6 +433,18 @@ class SentRequest(_Handle[T]):
             finally:
                 if request.data is not None:  # a call saved per request (hot path)
                     _unwatch(request)
+        if (
+            request.settlement == SETTLED_OK
+            and self._response_type is None
+            and not self._maps
+            and type(request.value) is msgspec.Raw
+        ):
+            # _result's common case inlined (per request); what fails to
+            # decode takes _result's path, which says why.
+            try:
+                return _loads(request.value)  # type: ignore[no-any-return]
+            except (msgspec.ValidationError, msgspec.DecodeError):
+                pass
         result: T = self._result()
         return result
 

@@ -135,8 +135,17 @@ def _wake_all(waiters: list[Any], current_task: Callable[[], object]) -> None:
     the ordinary way, so that no task is left parked."""
     for index, waiter in enumerate(waiters):
         try:
-            if not waiter.done():
-                _wake_now(waiter, current_task)
+            if waiter.done():
+                continue
+            # _wake_now, inlined (a call per released waiter)
+            callbacks = waiter._callbacks
+            if callbacks and len(callbacks) == 1 and current_task() is None:
+                callback, context = callbacks[0]
+                if waiter.remove_done_callback(callback) == 1:
+                    waiter.set_result(None)
+                    context.run(callback, waiter)
+                    continue
+            waiter.set_result(None)
         except BaseException:
             for rest in waiters[index + 1 :]:
                 if not rest.done():

@@ -147,6 +147,9 @@ class AgentConnection:
     def __init__(self, cx: ConnectionTo[Any], endpoint: ClientEndpoint) -> None:
         self.cx = cx
         self._endpoint = endpoint
+        # The connection's own method, bound here: no frame of ours between
+        # the caller and the send (per request). The method below documents it.
+        self.send_request = cx.send_request  # type: ignore[method-assign]
 
     async def initialize(
         self,
