@@ -50,7 +50,7 @@ _BATCH_ENTRIES = 2048
 _BATCH_BYTES = 512 * 1024
 
 
-class _Message(msgspec.Struct):
+class _Message(msgspec.Struct, gc=False):
     """The head of a JSON-RPC message; the payloads stay raw bytes."""
 
     id: msgspec.Raw = msgspec.Raw(b"")
@@ -176,7 +176,13 @@ def _entry_ends(
     key = (direction, hop, sender, receiver)
     ends = _entries.get(key)
     if ends is None:
-        ends = (_ends_of(direction, hop, sender, receiver), direction, hop, sender, receiver)
+        ends = (
+            b"," + _ends_of(direction, hop, sender, receiver),
+            direction,
+            hop,
+            sender,
+            receiver,
+        )
         _entries[key] = ends
     return ends
 
@@ -245,16 +251,9 @@ _ERROR = b'{"type":"response","ts":%s,"wall":%s,%s,"id":%s,"is_error":true,"payl
 _RESULT = b'{"type":"response","ts":%s,"wall":%s,%s,"id":%s,"is_error":false,"payload":%s,"raw":%s}'
 _decode_messages = msgspec.json.Decoder(list[_Message]).decode
 
-# The same events with the time and the ends already joined (``head``): what
-# the writer thread formats per message.
-_REQUEST_AT = b'{"type":"request",%s,"protocol":"acp","id":%s,"method":%s%s,"params":%s,"raw":%s}\n'
-_NOTIFICATION_AT = (
-    b'{"type":"notification",%s,"protocol":"acp","method":%s%s,"params":%s,"raw":%s}\n'
-)
-_ERROR_AT = b'{"type":"response",%s,"id":%s,"is_error":true,"payload":%s,"raw":%s}\n'
-_RESULT_AT = b'{"type":"response",%s,"id":%s,"is_error":false,"payload":%s,"raw":%s}\n'
-_HEAD = b'"ts":%s,"wall":%s,%s'
-_sessions: dict[str, bytes] = {}
+# Cached pieces of the events: ',"method":NAME' and ',"session":ID,"params":'.
+_method_parts: dict[str, bytes] = {}
+_session_params: dict[str, bytes] = {}
 _MAX_CACHED_SESSIONS = 4096
 
 
@@ -265,10 +264,17 @@ class _SessionOf(msgspec.Struct):
 _decode_session = msgspec.json.Decoder(_SessionOf).decode
 
 
-def _session_part(session: str) -> bytes:
-    part = b',"session":' + _encode(session)
-    if len(_sessions) < _MAX_CACHED_SESSIONS:
-        _sessions[session] = part
+def _session_params_part(session: str) -> bytes:
+    part = b',"session":' + _encode(session) + _PARAMS
+    if len(_session_params) < _MAX_CACHED_SESSIONS:
+        _session_params[session] = part
+    return part
+
+
+def _method_part(method: str) -> bytes:
+    part = b',"method":' + _encode(method)
+    if len(_method_parts) < _MAX_CACHED_METHODS:
+        _method_parts[method] = part
     return part
 
 
@@ -300,14 +306,37 @@ def _lines_of(data: Any, form: int) -> list[Any]:
 
 
 def encode_batch(items: list[Item], start: float, start_wall: float) -> bytes:
-    """Queued entries as event lines, each with its newline.
+    """Queued entries as event lines, each with its newline."""
+    return _encode_batch(items, start, start_wall)[0]
+
+
+# The constant pieces of the common events, joined around each message's
+# own raw parts and its entry's head (see ``_encode_batch``).
+_OPEN_REQUEST = b'{"type":"request","ts":'
+_OPEN_NOTIFICATION = b'{"type":"notification","ts":'
+_OPEN_RESPONSE = b'{"type":"response","ts":'
+_WALL = b',"wall":'
+_PROTOCOL_ID = b',"protocol":"acp","id":'
+_PROTOCOL = b',"protocol":"acp"'
+_PARAMS = b',"params":'
+_ID = b',"id":'
+_IS_ERROR = b',"is_error":true,"payload":'
+_IS_RESULT = b',"is_error":false,"payload":'
+_RAW = b',"raw":'
+_CLOSE = b"}\n"
+_SESSION_ID = b'"sessionId"'
+
+
+def _encode_batch(items: list[Item], start: float, start_wall: float) -> tuple[bytes, int]:
+    """``encode_batch``, and how many events it holds.
 
     All the messages of the batch are decoded in one call and the entries'
-    timestamps encoded in two; each message then costs one bytes formatting
-    around its own raw parts and its entry's head (time and ends, formatted
-    once per entry). A batch with anything unusual in it (an oversized or
-    invalid line, a JSON-RPC batch, a line that is two objects) is encoded
-    entry by entry, and such an entry message by message.
+    timestamps encoded in two; each entry's time and ends are joined once,
+    and each message adds a few pieces (constants, its own raw parts) to one
+    list that is joined once for the whole batch. A batch with anything
+    unusual in it (an oversized or invalid line, a JSON-RPC batch, a line
+    that is two objects) is encoded entry by entry, and such an entry
+    message by message.
     """
     stamps = [item[0] - start for item in items]
     ts_list = _encode(stamps)[1:-1].split(b",")
@@ -315,11 +344,11 @@ def encode_batch(items: list[Item], start: float, start_wall: float) -> bytes:
     heads: list[bytes] = []
     lines: list[bytes] = []
     bounds: list[int] = []  # where each entry's lines end in ``lines``
-    head_format = _HEAD
+    join = b"".join
     for item, ts, wall in zip(items, ts_list, wall_list, strict=True):
         form = item[3]
         data = item[2]
-        head = head_format % (ts, wall, item[1][0])
+        head = join((ts, _WALL, wall, item[1][0]))
         if form == READ:
             payload = data
         elif form == WRITTEN:
@@ -340,66 +369,100 @@ def encode_batch(items: list[Item], start: float, start_wall: float) -> bytes:
             lines += payload
             heads += [head] * len(payload)
         bounds.append(len(lines))
+    joined = b""
     try:
-        messages = _decode_messages(b"[" + b",".join(lines) + b"]") if lines else None
+        # (An oversized line in a read is not bytes: TypeError.)
+        joined = b"[" + b",".join(lines) + b"]" if lines else b""
+        messages = _decode_messages(joined) if lines else None
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, TypeError):
         messages = None
     if messages is None or len(messages) != len(lines):
         # Equal counts: every line was exactly one JSON object of its own.
         if len(items) == 1:
-            return _encode_entry(items[0], stamps[0], start_wall)
-        return b"".join([encode_batch([item], start, start_wall) for item in items])
-    out: list[bytes] = []
-    append = out.append
-    methods = _methods
-    sessions = _sessions
-    request, notification, error, result = _REQUEST_AT, _NOTIFICATION_AT, _ERROR_AT, _RESULT_AT
+            encoded = _encode_entry(items[0], stamps[0], start_wall)
+            return encoded, encoded.count(b"\n")
+        parts = [_encode_batch([item], start, start_wall) for item in items]
+        return b"".join([part[0] for part in parts]), sum([part[1] for part in parts])
+    out: list[Any] = []
+    extend = out.extend
+    count = len(lines)
+    methods = _method_parts
+    sessions = _session_params
     null = _NULL
     decode_session = _decode_session
+    # Without the key anywhere in the batch no line names a session.
+    any_session = _SESSION_ID in joined
     # The start of the last line whose session was decoded, up to the end of
     # its sessionId (see _start_naming): a stream's next lines start alike.
-    known_start = b""
+    known_start = b"\x00"  # no line starts with it
     known_session = b""
-    for index, message in enumerate(messages):
+    for message, line, head, index in zip(messages, lines, heads, range(count), strict=True):
         method = message.method
-        line = lines[index]
         if method is not None:
             if method == _SUCCESSOR or method == _MCP_MESSAGE:
                 owner = bisect.bisect_right(bounds, index)
-                append(_encode_line(items[owner], stamps[owner], start_wall, line))
+                event = _encode_line(items[owner], stamps[owner], start_wall, line)
+                if not event:
+                    count -= 1
+                out.append(event)
                 continue
-            name = methods.get(method)
-            if name is None:
-                name = _encode(method)
-                if len(methods) < _MAX_CACHED_METHODS:
-                    methods[method] = name
-            params = message.params
-            session = b""
-            if b'"sessionId"' in line:
-                if known_start and line.startswith(known_start):
+            name = methods.get(method) or _method_part(method)
+            params = message.params or null
+            session = _PARAMS
+            if any_session:
+                if line.startswith(known_start):
                     session = known_session
-                else:
+                elif line.find(_SESSION_ID) >= 0:
                     try:
                         found = decode_session(params).sessionId
                     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
                         found = None
                     if type(found) is str:
-                        session = sessions.get(found) or _session_part(found)
+                        session = sessions.get(found) or _session_params_part(found)
                         start_of = _start_naming(line, found)
                         if start_of is not None:
                             known_start, known_session = start_of, session
-            if message.id:
-                append(request % (heads[index], message.id, name, session, params or null, line))
+            rid = message.id
+            if rid:
+                extend(
+                    (
+                        _OPEN_REQUEST,
+                        head,
+                        _PROTOCOL_ID,
+                        rid,
+                        name,
+                        session,
+                        params,
+                        _RAW,
+                        line,
+                        _CLOSE,
+                    )
+                )
             else:
-                append(notification % (heads[index], name, session, params or null, line))
-        elif message.id and message.error:
-            append(error % (heads[index], message.id, message.error, line))
-        elif message.id and message.result:
-            append(result % (heads[index], message.id, message.result, line))
+                extend(
+                    (
+                        _OPEN_NOTIFICATION,
+                        head,
+                        _PROTOCOL,
+                        name,
+                        session,
+                        params,
+                        _RAW,
+                        line,
+                        _CLOSE,
+                    )
+                )
+        elif (rid := message.id) and (error := message.error):
+            extend((_OPEN_RESPONSE, head, _ID, rid, _IS_ERROR, error, _RAW, line, _CLOSE))
+        elif rid and (result := message.result):
+            extend((_OPEN_RESPONSE, head, _ID, rid, _IS_RESULT, result, _RAW, line, _CLOSE))
         else:
             owner = bisect.bisect_right(bounds, index)
-            append(_encode_line(items[owner], stamps[owner], start_wall, line))
-    return b"".join(out)
+            event = _encode_line(items[owner], stamps[owner], start_wall, line)
+            if not event:
+                count -= 1
+            out.append(event)
+    return b"".join(out), count
 
 
 _PARAMS_SESSION = b'"params":{"sessionId":"'
@@ -614,9 +677,9 @@ class TraceWriter:
                     items.append(item)
                     size += item[5]
                 try:
-                    encoded = encode_batch(items, start, wall)
+                    encoded, count = _encode_batch(items, start, wall)
                     # The writer thread's own counter: one line per event.
-                    self.recorded += encoded.count(b"\n")
+                    self.recorded += count
                     write(encoded)
                 except Exception:  # never lose the rest of the trace
                     log.exception("trace events not written")

@@ -294,7 +294,14 @@ def test_the_fast_event_encoding_says_what_the_general_one_says(line: bytes):
 def test_a_batch_of_events_is_written_as_each_event_alone_would_be(mixed: bool, grouped: bool):
     # An entry is one read (a list of lines) or one write (whole messages,
     # each with its newline); every message of an entry has its time.
-    from acp_fast._async.trace import LINES, WRITTEN, _entry_ends, encode_batch, encode_event
+    from acp_fast._async.trace import (
+        LINES,
+        WRITTEN,
+        _encode_batch,
+        _entry_ends,
+        encode_batch,
+        encode_event,
+    )
 
     lines = [
         b'{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s"}}',
@@ -335,6 +342,8 @@ def test_a_batch_of_events_is_written_as_each_event_alone_would_be(mixed: bool, 
             for x in group
         ]
     assert encode_batch(items, 0.5, 1796160271.5) == b"".join(expected)
+    # The writer counts the events it wrote from what the encoding says.
+    assert _encode_batch(items, 0.5, 1796160271.5) == (b"".join(expected), len(expected))
 
 
 async def test_a_read_of_several_lines_is_recorded_message_by_message(
