@@ -281,8 +281,8 @@ def _method_part(method: str) -> bytes:
 # An entry of the writer's queue: one read, one write, or one message given
 # to ``TraceWriter.record``: (clock, ends, data, form, oversized size,
 # bytes). ``ends`` is a value of ``_entries``: the encoded
-# direction, hop and ends, then the four as given. Every message of an entry
-# has the entry's time.
+# direction, hop and ends (after a comma, as they follow "wall"), then the
+# four as given. Every message of an entry has the entry's time.
 Item = tuple[float, tuple[bytes, str, str, str, str], Any, int, int, int]
 # The forms of an entry's data.
 LINES = 0  # the lines of one read, joined by newlines (none at the end)
