@@ -261,7 +261,7 @@ class Waiting:
         request: Any,
         responder: Responder[Any],
         scope: anyio.CancelScope | None,
-        result_type: Any = None,
+        result_type: Any = CHECKED,
     ) -> None:
         self.name = name
         self.method = method

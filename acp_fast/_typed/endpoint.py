@@ -182,7 +182,8 @@ class Endpoint:
                 result_type,
             )
             admission: Admission = cx._admission  # type: ignore[assignment]  # set by bind
-            # Admission.may_start and .started, inlined (per request).
+            # A free slot, nobody waiting, nobody handed to a worker and not
+            # started yet (Admission's own state, read here per request).
             if (
                 cx._may_detach
                 and admission.running < admission.max_running
