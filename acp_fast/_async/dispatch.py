@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from contextvars import Context
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -67,10 +67,12 @@ if TYPE_CHECKING:
     from .roles import Role
 
 __all__ = (
+    "DetachToken",
     "Detachable",
     "Dispatcher",
     "DynamicHandlerGuard",
     "describe",
+    "detached_request",
     "is_abort",
     "is_spurious_cancel",
 )
@@ -128,12 +130,13 @@ def describe(exc: BaseException) -> str:
 
 
 class Detachable(Protocol):
-    """A request handler that may go on without the dispatch loop.
+    """A request that goes on without the dispatch loop.
 
     A class-API request runs its first step in the dispatch loop; if it
     suspends there, the loop goes on reading in a new task and the request
     finishes in the task that started it (docs/semantics.md §2.4, eager
-    start). The handler names itself in ``_detaching`` during that step.
+    start). During that step its handler leaves a ``DetachToken`` in
+    ``_detaching``; only if the step suspends is the token made into this.
     """
 
     @property
@@ -146,6 +149,22 @@ class Detachable(Protocol):
 
     def cancelled_while_detached(self) -> None:
         """The peer cancelled the request while it was suspended: answer it."""
+
+    def finished(self) -> None:
+        """The request ran to its end (answered, or cancelled and about to be)."""
+
+
+# What a handler leaves in ``_detaching`` during its first step: a tuple whose
+# first item, called with the tuple, makes the ``Detachable``. A tuple, because
+# one is made for every request started in the loop, and almost all of them
+# finish without suspending.
+DetachToken = tuple[Any, ...]
+
+
+def detached_request(token: DetachToken) -> Detachable:
+    """The ``Detachable`` a ``DetachToken`` stands for."""
+    make: Callable[[DetachToken], Detachable] = token[0]
+    return make(token)
 
 
 class DynamicHandlerGuard:
@@ -174,7 +193,7 @@ class Dispatcher(Outbox):
 
     role: Role
     _dispatch_task: object  # set by the read loop (inbound.py)
-    _detaching: Detachable | None  # likewise
+    _detaching: DetachToken | None  # likewise
     # Set by the connection's lifecycle (connection.py).
     _task_group: anyio.abc.TaskGroup | None
     _running: bool

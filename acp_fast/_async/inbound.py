@@ -52,7 +52,14 @@ from .._errors import Error
 from .._io.backend import Backend
 from .._io.channel import Channel, ChannelError
 from . import _wire
-from .dispatch import Detachable, Dispatcher, is_abort, is_spurious_cancel
+from .dispatch import (
+    Detachable,
+    DetachToken,
+    Dispatcher,
+    detached_request,
+    is_abort,
+    is_spurious_cancel,
+)
 from .handlers import HandlerEntry
 from .outbox import HIGH_WATER
 from .responder import Batch
@@ -114,18 +121,18 @@ class Detached:
     """A request that suspended in its first step, and the lines the next
     reader takes up (returned by ``Inbound._read_loop``)."""
 
-    __slots__ = ("entry", "lines", "pending", "yielded")
+    __slots__ = ("lines", "pending", "token", "yielded")
 
     def __init__(
         self,
         pending: Coroutine[Any, Any, object],
         yielded: Any,
-        entry: Detachable,
+        token: DetachToken,
         lines: Iterator[bytes | OversizedLine],
     ) -> None:
         self.pending = pending
         self.yielded = yielded
-        self.entry = entry
+        self.token = token
         self.lines = lines
 
 
@@ -163,7 +170,7 @@ class Inbound(Dispatcher):
         self._admission: Admission | None = None
         # During a handler's first step in the loop: True while a request
         # may detach (not in a batch, not behind backpressure), and the
-        # request that will, once its handler says so (see Detachable).
+        # token its handler leaves to detach by if it suspends (DetachToken).
         self._may_detach = False
         self._detaching = None
         self._non_json: deque[str] = deque(maxlen=5)
@@ -292,16 +299,17 @@ class Inbound(Dispatcher):
             if not isinstance(outcome, Detached):
                 return outcome
             detached = outcome
+            entry: Detachable = detached_request(detached.token)
             group = self._task_group
             assert group is not None
-            context = detached.entry.context
+            context = entry.context
             if context is None:
                 group.start_soon(self._read_on, detached.lines)
             else:  # not in what the request set in its first step
                 context.run(group.start_soon, self._read_on, detached.lines)
             # The peer's $/cancel_request stops the request at its current
             # await: this task now runs it alone.
-            state = detached.entry.responder.cancellation()._state
+            state = entry.responder.cancellation()._state
             if state.fired:
                 scope.cancel()
             else:
@@ -310,13 +318,14 @@ class Inbound(Dispatcher):
                 aborted = await _resume(detached.pending, detached.yielded)
             finally:
                 state.remove_callback(scope.cancel)
+                entry.finished()
             if aborted is not None:
                 if is_spurious_cancel(aborted):
                     log.error("a handler raised CancelledError", exc_info=aborted)
                 else:
                     self._fail(aborted)  # as in the loop (see _read_loop)
         if scope.cancelled_caught:
-            detached.entry.cancelled_while_detached()
+            entry.cancelled_while_detached()
         return None
 
     async def _read_on(self, rest: Iterator[bytes | OversizedLine]) -> None:

@@ -79,9 +79,9 @@ class Admission:
             self.cx.spawn(self._work, job)
 
     def finished_started(self) -> None:
-        """A request started in the dispatch loop (it took a free slot while
-        nobody waited: ``Endpoint._request_handler``) ran to its end: its
-        slot goes to the oldest waiting request, if any."""
+        """A request started in the dispatch loop that detached from it (it
+        took a slot then: ``Waiting.finished``) ran to its end: its slot goes
+        to the oldest waiting request, if any."""
         self.running -= 1
         self.finished += 1
         if self.waiting and self.cx._running:
@@ -175,7 +175,14 @@ class Admission:
                     else:
                         state.add_callback(scope.cancel)
                         try:
-                            await self.endpoint._run_request(job)
+                            await self.endpoint._run_request(
+                                job.name,
+                                job.method,
+                                job.request,
+                                job.responder,
+                                job.scope,
+                                job.result_type,
+                            )
                         finally:
                             state.remove_callback(scope.cancel)
                     self.finished += 1
@@ -279,6 +286,12 @@ class Waiting:
         """The peer's $/cancel_request stopped it after it detached."""
         assert self.admission is not None
         self.admission._answer_cancelled_by_peer(self)
+
+    def finished(self) -> None:
+        """A request started eagerly that detached ran to its end: its slot
+        goes back (to the oldest waiting request, if any)."""
+        assert self.admission is not None
+        self.admission.finished_started()
 
 
 class Worker:

@@ -37,7 +37,7 @@ import anyio.lowlevel
 
 from .._async.builder import Builder
 from .._async.connection import ConnectionTo
-from .._async.dispatch import describe, is_spurious_cancel
+from .._async.dispatch import DetachToken, describe, is_spurious_cancel
 from .._async.handlers import HandlerEntry
 from .._async.messages import NOT_HANDLED, UntypedMessage
 from .._async.responder import Responder
@@ -171,16 +171,6 @@ class Endpoint:
                 return DECLINED
             if self.cx is not cx:
                 self.bind(cx)
-            # Registered here, in dispatch order: a cancellation that arrives
-            # right behind the request finds it even before it starts.
-            job = Waiting(
-                name,
-                bound,
-                request,
-                responder,
-                self.begin(name, request) if scoped else None,
-                result_type,
-            )
             admission: Admission = cx._admission  # type: ignore[assignment]  # set by bind
             # A free slot, nobody waiting, nobody handed to a worker and not
             # started yet (Admission's own state, read here per request).
@@ -192,15 +182,34 @@ class Endpoint:
             ):
                 # Eager start (docs/semantics.md §2.4): the method runs here,
                 # in the dispatch loop; if it suspends, the loop reads on in
-                # a new task and this one finishes the request.
-                admission.running += 1
-                job.admission = admission
-                # The loop's own context, for a reader started if it detaches:
-                # what the method sets in its context stays with the request.
-                job.context = copy_context()
-                cx._detaching = job
-                return self._run_request(job)
-            admission.admit(job)
+                # a new task and this one finishes the request. Only then
+                # does it take a slot and a record (``_detached``). The scope
+                # is registered here, in dispatch order: a cancellation that
+                # arrives right behind the request finds it.
+                scope = self.begin(name, request) if scoped else None
+                # With the loop's own context, for a reader started if it
+                # detaches: what the method sets stays with the request.
+                cx._detaching = (
+                    _detached,
+                    admission,
+                    name,
+                    bound,
+                    request,
+                    responder,
+                    scope,
+                    copy_context(),
+                )
+                return self._run_request(name, bound, request, responder, scope, result_type)
+            admission.admit(
+                Waiting(
+                    name,
+                    bound,
+                    request,
+                    responder,
+                    self.begin(name, request) if scoped else None,
+                    result_type,
+                )
+            )
             return DONE
 
         return handle
@@ -215,30 +224,37 @@ class Endpoint:
         else:
             scope.cancel()
 
-    async def _run_request(self, job: Waiting) -> None:
-        """Run one request to its answer (on a worker, or started eagerly:
-        then its slot is given back here)."""
-        responder = job.responder
-        scope = job.scope
+    async def _run_request(
+        self,
+        name: str,
+        method: Callable[[Any], Awaitable[Any]],
+        request: Any,
+        responder: Responder[Any],
+        scope: anyio.CancelScope | None,
+        result_type: Any,
+    ) -> None:
+        """Run one request to its answer, on a worker or started eagerly.
+        ``scope``: the one ``begin`` made; ``result_type``: see ``Waiting``.
+        (Arguments rather than a ``Waiting``: an eager start makes none.)"""
         try:
             if scope is None:
                 if self._plain_call:  # call, inlined (per request)
-                    result = await job.method(job.request)
+                    result = await method(request)
                 else:
-                    result = await self.call(job.name, job.method, job.request, responder)
+                    result = await self.call(name, method, request, responder)
             else:
                 try:
                     with scope:
-                        result = await self.call(job.name, job.method, job.request, responder)
+                        result = await self.call(name, method, request, responder)
                 finally:
-                    self.end(job.name, job.request, scope)
+                    self.end(name, request, scope)
                 if scope.cancelled_caught:
-                    result = self.cancelled_result(job.name, job.request)
+                    result = self.cancelled_result(name, request)
         except Error as error:
             if not responder._done:
                 responder.respond_with_error(error)
         except Exception as exc:
-            log.error("%s.%s raised", type(self.instance).__name__, job.name, exc_info=exc)
+            log.error("%s.%s raised", type(self.instance).__name__, name, exc_info=exc)
             if not responder._done:
                 responder.respond_with_error(
                     Error.internal_error({"details": f"{type(exc).__name__}: {exc}"[:1000]})
@@ -248,33 +264,21 @@ class Endpoint:
                 raise
             # A CancelledError nobody asked for (re-raised from an inner task):
             # the method's failure, not the end of the worker (and its slot).
-            log.error("%s.%s raised CancelledError", type(self.instance).__name__, job.name)
+            log.error("%s.%s raised CancelledError", type(self.instance).__name__, name)
             if not responder._done:
                 responder.respond_with_error(Error.internal_error({"details": describe(exc)}))
         else:
             if not responder._done:
-                result_type = job.result_type
                 if result_type is None:  # any JSON value (extension methods)
                     checked = {} if result is None else result
                 elif type(result) is result_type:
                     checked = result
                 else:
-                    checked = checked_result(
-                        self.schema, self.instance, job.name, job.request, result
-                    )
+                    checked = checked_result(self.schema, self.instance, name, request, result)
                 if isinstance(checked, Error):
                     responder.respond_with_error(checked)
                 else:
                     responder.respond(checked)
-        finally:
-            admission = job.admission
-            if admission is not None:
-                # Admission.finished_started, inlined for the usual case.
-                if admission.waiting:
-                    admission.finished_started()
-                else:
-                    admission.running -= 1
-                    admission.finished += 1
 
     # The methods whose requests ``begin`` is asked about.
     SCOPED: frozenset[str] = frozenset()
@@ -336,3 +340,15 @@ class Endpoint:
             self.bind(cx)
         await self.instance.ext_notification(message.method, message.params)
         return None
+
+
+def _detached(token: DetachToken) -> Waiting:
+    """The record of a request started eagerly that suspended, made from the
+    token its handler left (see ``Endpoint._request_handler``): only now does
+    it take a slot, until it finishes (``Waiting.finished``)."""
+    _, admission, name, method, request, responder, scope, context = token
+    admission.running += 1
+    job = Waiting(name, method, request, responder, scope)
+    job.admission = admission
+    job.context = context
+    return job
