@@ -57,6 +57,7 @@ from . import _wire
 from .dispatch import Detachable, Dispatcher, is_abort, is_spurious_cancel
 from .handlers import HandlerEntry
 from .outbox import HIGH_WATER
+from .requests import _Consumer
 from .responder import Batch
 
 if TYPE_CHECKING:
@@ -430,8 +431,30 @@ class Inbound(Dispatcher):
             # depth limit in the Rust SDK, that is a parse error.
             self._receive_unparsable(line)
             return None
-        # one call into the core per message
-        return self._take(classify_envelope(envelope), envelope, None)
+        kind = classify_envelope(envelope)  # one call into the core per message
+        if (
+            kind == RESULT_RESPONSE
+            and not self._dynamic
+            and not self._response_handlers
+            and self._observer is None
+        ):
+            # _take, _receive_response and _settle, inlined for the answer to
+            # a request a task awaits (per response; dispatch.py has the
+            # rules): settled, its waiter woken, nothing else to run.
+            request = self._table.take_response(envelope.id)
+            if request is not None:
+                consumer = request.consumer
+                if (
+                    consumer is not None
+                    and request.data is None
+                    and not isinstance(consumer, _Consumer)
+                ):
+                    if request.settle(SETTLED_OK, envelope.result):
+                        request.consumer = None
+                        self._backend.wake(consumer)  # type: ignore[arg-type]
+                    return None
+                return self._route_response(request, SETTLED_OK, envelope.result)
+        return self._take(kind, envelope, None)
 
     def _take(
         self, kind: int, entry: _wire.Envelope, batch: Batch | None
