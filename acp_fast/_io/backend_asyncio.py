@@ -155,19 +155,22 @@ def _wake_all(waiters: list[Any], current_task: Callable[[], object]) -> None:
     """``_wake_now`` each waiter in order; if a step raises (KeyboardInterrupt
     and the like: a task's own errors stay in the task), the rest are resolved
     the ordinary way, so that no task is left parked."""
+    # Outside any task (a selector callback), as after each step run here:
+    # asked once, not per waiter.
+    inline = current_task() is None
     for index, waiter in enumerate(waiters):
         try:
-            if waiter.done():
-                continue
-            # _wake_now, inlined (a call per released waiter)
+            # _wake_now, inlined (a call per released waiter). A done waiter
+            # (its task was cancelled) has no callbacks left.
             callbacks = waiter._callbacks
-            if callbacks and len(callbacks) == 1 and current_task() is None:
+            if inline and callbacks and len(callbacks) == 1:
                 callback, context = callbacks[0]
                 if waiter.remove_done_callback(callback) == 1:
                     waiter.set_result(None)
                     context.run(callback, waiter)
                     continue
-            waiter.set_result(None)
+            if not waiter.done():
+                waiter.set_result(None)
         except BaseException:
             for rest in waiters[index + 1 :]:
                 if not rest.done():
