@@ -389,12 +389,15 @@ class ConnectionTo(Inbound, Generic[R]):
             group.start_soon(self._run_spawned, runner, (self,))
 
     async def _serve(self) -> None:
-        if await self._read():
-            await self._eof_sequence()
+        await self._reader()
 
-    async def _read_on(self, rest: Iterator[bytes | OversizedLine]) -> None:
-        if await self._read(rest):
+    async def _read_to_end(self, rest: Iterator[bytes | OversizedLine] | None) -> bool:
+        outcome = await self._read(rest)
+        if outcome is None:
+            return True  # a request detached from this reader and has finished
+        if outcome:
             await self._eof_sequence()
+        return False
 
     async def _run_channel(self) -> None:
         await self._channel.run()

@@ -514,6 +514,13 @@ class Dispatcher(Outbox):
             return None
         if self._response_handlers or self._dynamic:
             return self._dispatch_response(request, settlement, payload)
+        return self._route_response(request, settlement, payload)
+
+    def _route_response(
+        self, request: OutgoingRequest, settlement: int, payload: Any
+    ) -> Coroutine[Any, Any, object] | None:
+        """Settle a request taken from the table (no dispatch handler to ask);
+        returns the result callback to run when it is a barrier (§2.4)."""
         self._current_response = request
         self._settle(request, settlement, payload)
         self._current_response = None

@@ -9,7 +9,7 @@ JSON, too large or not JSON-RPC get their error answer here, and the loop goes
 on. Handlers run in the loop, so a slow handler stops reading and the peer's
 writes block: that is the backpressure, and it bounds memory. The exception
 is a request that *detaches* (a class-API method that suspends in its first
-step, see ``Detachable``): the loop goes on reading in a new task, and the
+step, see ``Detachable``): the loop goes on reading in another task, and the
 request finishes in the old one (docs/semantics.md §2.4, eager start). A request that
 arrives while more than ``HIGH_WATER`` of our output is unwritten waits, and
 the loop with it, until the peer has taken that output (docs/semantics.md
@@ -23,6 +23,8 @@ import logging
 import types
 from collections import deque
 from collections.abc import Callable, Coroutine, Generator, Iterator
+from contextvars import Context, copy_context
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import anyio
@@ -49,7 +51,7 @@ from .._core import (
     scan_head,
 )
 from .._errors import Error
-from .._io.backend import Backend
+from .._io.backend import Backend, Waiter
 from .._io.channel import Channel, ChannelError
 from . import _wire
 from .dispatch import (
@@ -62,6 +64,7 @@ from .dispatch import (
 )
 from .handlers import HandlerEntry
 from .outbox import HIGH_WATER
+from .requests import _Consumer
 from .responder import Batch
 
 if TYPE_CHECKING:
@@ -115,6 +118,45 @@ def _resume(
             if is_abort(raised) or is_spurious_cancel(raised):
                 return raised
             raise
+
+
+@types.coroutine
+def _in_context(context: Context, coroutine: Coroutine[Any, Any, Any]) -> Generator[Any, Any, Any]:
+    """Await ``coroutine`` with each of its steps run in ``context``, as a
+    task started in that context would run it (the spare reader's task, whose
+    own context is the last request's: see ``Inbound._reader``)."""
+    run = context.run
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            if error is None:
+                yielded = run(coroutine.send, value)
+            else:
+                yielded = run(coroutine.throw, error)
+        except StopIteration as stop:
+            return stop.value
+        error = None
+        try:
+            value = yield yielded
+        except GeneratorExit:
+            coroutine.close()
+            raise
+        except BaseException as exc:
+            error = exc
+            value = None
+
+
+class SpareReader:
+    """A reader task parked until a request detaches (``Inbound._reader``):
+    its waiter, and the lines and context it is handed."""
+
+    __slots__ = ("context", "lines", "waiter")
+
+    def __init__(self, waiter: Waiter) -> None:
+        self.waiter = waiter
+        self.lines: Iterator[bytes | OversizedLine] | None = None
+        self.context: Context | None = None
 
 
 class Detached:
@@ -174,6 +216,7 @@ class Inbound(Dispatcher):
         self._may_detach = False
         self._detaching = None
         self._non_json: deque[str] = deque(maxlen=5)
+        self._spare_reader: SpareReader | None = None  # see _reader
         self._at_start = True  # no byte read yet past a possible BOM
         self._first_bytes = b""  # the first bytes, while they may be part of one
 
@@ -291,33 +334,29 @@ class Inbound(Dispatcher):
         return True
 
     async def _read(self, rest: Iterator[bytes | OversizedLine] | None = None) -> bool | None:
-        """A reader's task: read until EOF (True) or a failure (False). When a
-        request detaches (see ``Detachable``), a new task reads on and this
-        one finishes the request, then returns None."""
+        """Read until EOF (True) or a failure (False). When a request detaches
+        (see ``Detachable``), another task reads on and this one finishes the
+        request, then returns None."""
         with anyio.CancelScope() as scope:
             outcome = await self._read_loop(rest)
             if not isinstance(outcome, Detached):
                 return outcome
             detached = outcome
             entry: Detachable = detached_request(detached.token)
-            group = self._task_group
-            assert group is not None
-            context = entry.context
-            if context is None:
-                group.start_soon(self._read_on, detached.lines)
-            else:  # not in what the request set in its first step
-                context.run(group.start_soon, self._read_on, detached.lines)
+            self._hand_over(detached.lines, entry.context)
             # The peer's $/cancel_request stops the request at its current
-            # await: this task now runs it alone.
+            # await: this task now runs it alone. (The loop fires the marker
+            # from its own task, never in this scope: Backend.cancel.)
             state = entry.responder.cancellation()._state
+            cancel = partial(self._backend.cancel, scope)
             if state.fired:
                 scope.cancel()
             else:
-                state.add_callback(scope.cancel)
+                state.add_callback(cancel)
             try:
                 aborted = await _resume(detached.pending, detached.yielded)
             finally:
-                state.remove_callback(scope.cancel)
+                state.remove_callback(cancel)
                 entry.finished()
             if aborted is not None:
                 if is_spurious_cancel(aborted):
@@ -328,9 +367,52 @@ class Inbound(Dispatcher):
             entry.cancelled_while_detached()
         return None
 
-    async def _read_on(self, rest: Iterator[bytes | OversizedLine]) -> None:
-        """The reader after a detached request (the connection's lifecycle
-        runs what follows the read loop: connection.py)."""
+    def _hand_over(self, lines: Iterator[bytes | OversizedLine], context: Context | None) -> None:
+        """Reading goes on without the task of a request that detached: in
+        the parked spare reader, woken, or else in a new task. Either reads
+        in ``context``, the loop's as it was before the request's first step
+        (docs/semantics.md §2.4), or (None) in a copy of the current one."""
+        spare = self._spare_reader
+        if spare is not None:
+            # A waiter woken instead of a task started: a task of anyio's task
+            # group costs a cancel scope, an event and a wrapper coroutine.
+            self._spare_reader = None
+            spare.lines = lines
+            spare.context = context if context is not None else copy_context()
+            self._backend.wake(spare.waiter)
+            return
+        group = self._task_group
+        assert group is not None
+        if context is None:
+            group.start_soon(self._reader, lines)
+        else:
+            context.run(group.start_soon, self._reader, lines)
+
+    async def _reader(self, rest: Iterator[bytes | OversizedLine] | None = None) -> None:
+        """A reader's task (the first one, and those started by ``_hand_over``).
+
+        Once a request that detached from it has finished here, the task
+        parks as the connection's spare reader, unless one is parked
+        already, and the next request that detaches hands it the reading.
+        """
+        detached = await self._read_to_end(rest)
+        while detached:
+            if self._spare_reader is not None or not self._running:
+                return
+            spare = self._spare_reader = SpareReader(self._backend.new_waiter())
+            try:
+                await spare.waiter
+            except BaseException:
+                if self._spare_reader is spare:
+                    self._spare_reader = None
+                raise
+            assert spare.context is not None and spare.lines is not None
+            detached = await _in_context(spare.context, self._read_to_end(spare.lines))
+
+    async def _read_to_end(self, rest: Iterator[bytes | OversizedLine] | None) -> bool:
+        """``_read`` and what the connection's lifecycle runs after it
+        (connection.py); True when a request detached from this task and has
+        finished."""
         raise NotImplementedError
 
     def _strip_bom(self, data: bytes) -> bytes:
@@ -358,8 +440,30 @@ class Inbound(Dispatcher):
             # depth limit in the Rust SDK, that is a parse error.
             self._receive_unparsable(line)
             return None
-        # one call into the core per message
-        return self._take(classify_envelope(envelope), envelope, None)
+        kind = classify_envelope(envelope)  # one call into the core per message
+        if (
+            kind == RESULT_RESPONSE
+            and not self._dynamic
+            and not self._response_handlers
+            and self._observer is None
+        ):
+            # _take, _receive_response and _settle, inlined for the answer to
+            # a request a task awaits (per response; dispatch.py has the
+            # rules): settled, its waiter woken, nothing else to run.
+            request = self._table.take_response(envelope.id)
+            if request is not None:
+                consumer = request.consumer
+                if (
+                    consumer is not None
+                    and request.data is None
+                    and not isinstance(consumer, _Consumer)
+                ):
+                    if request.settle(SETTLED_OK, envelope.result):
+                        request.consumer = None
+                        self._backend.wake(consumer)  # type: ignore[arg-type]
+                    return None
+                return self._route_response(request, SETTLED_OK, envelope.result)
+        return self._take(kind, envelope, None)
 
     def _take(
         self, kind: int, entry: _wire.Envelope, batch: Batch | None

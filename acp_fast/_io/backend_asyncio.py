@@ -11,9 +11,13 @@ import threading
 from collections.abc import Awaitable, Callable
 from functools import partial
 from types import BuiltinFunctionType
-from typing import Any
+from typing import Any, cast
 
 from .backend import Waiter
+
+# The loop's record of its running task (asyncio.tasks; C-accelerated).
+_enter_task = asyncio.tasks._enter_task
+_leave_task = asyncio.tasks._leave_task
 
 __all__ = ("AsyncioBackend",)
 
@@ -52,6 +56,24 @@ class AsyncioBackend:
 
     def in_loop_thread(self) -> bool:
         return threading.get_ident() == self._thread
+
+    def cancel(self, scope: Any) -> None:
+        # anyio's CancelScope.cancel() writes the current task's repr into
+        # its reason; an asyncio task's repr describes its coroutine and
+        # done callbacks (15 µs, most of a cancel's way to its answer). Seen
+        # from outside any task (as from a loop callback) the reason names no
+        # task, and the delivery is the same for the tasks of another's scope
+        # (the only use: see Backend.cancel).
+        task = cast("asyncio.Task[Any] | None", self.current_task())
+        if task is None:
+            scope.cancel()
+            return
+        loop = self.loop
+        _leave_task(loop, task)
+        try:
+            scope.cancel()
+        finally:
+            _enter_task(loop, task)
 
     async def run(self) -> None:
         return None
@@ -133,19 +155,22 @@ def _wake_all(waiters: list[Any], current_task: Callable[[], object]) -> None:
     """``_wake_now`` each waiter in order; if a step raises (KeyboardInterrupt
     and the like: a task's own errors stay in the task), the rest are resolved
     the ordinary way, so that no task is left parked."""
+    # Outside any task (a selector callback), as after each step run here:
+    # asked once, not per waiter.
+    inline = current_task() is None
     for index, waiter in enumerate(waiters):
         try:
-            if waiter.done():
-                continue
-            # _wake_now, inlined (a call per released waiter)
+            # _wake_now, inlined (a call per released waiter). A done waiter
+            # (its task was cancelled) has no callbacks left.
             callbacks = waiter._callbacks
-            if callbacks and len(callbacks) == 1 and current_task() is None:
+            if inline and callbacks and len(callbacks) == 1:
                 callback, context = callbacks[0]
                 if waiter.remove_done_callback(callback) == 1:
                     waiter.set_result(None)
                     context.run(callback, waiter)
                     continue
-            waiter.set_result(None)
+            if not waiter.done():
+                waiter.set_result(None)
         except BaseException:
             for rest in waiters[index + 1 :]:
                 if not rest.done():

@@ -46,6 +46,9 @@ class TrioBackend:
     def in_loop_thread(self) -> bool:
         return threading.get_ident() == self._thread
 
+    def cancel(self, scope: Any) -> None:
+        scope.cancel()
+
     async def run(self) -> None:
         lowlevel = self._lowlevel
         soon = self._soon

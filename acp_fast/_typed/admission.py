@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from contextvars import Context
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -168,12 +169,14 @@ class Admission:
         self.handed -= 1  # ``admit`` handed it this first request
         while True:
             with anyio.CancelScope() as scope:
+                # Fired by the dispatch loop, from its own task (Backend.cancel).
+                cancel = partial(backend.cancel, scope)
                 while True:
                     state = job.responder.cancellation()._state
                     if state.fired:  # cancelled before it started
                         self._answer_cancelled_by_peer(job)
                     else:
-                        state.add_callback(scope.cancel)
+                        state.add_callback(cancel)
                         try:
                             await self.endpoint._run_request(
                                 job.name,
@@ -184,7 +187,7 @@ class Admission:
                                 job.result_type,
                             )
                         finally:
-                            state.remove_callback(scope.cancel)
+                            state.remove_callback(cancel)
                     self.finished += 1
                     if scope.cancel_called:
                         # The request returned a value although cancelled:
