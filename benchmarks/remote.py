@@ -1,6 +1,7 @@
 """Remote transports on loopback: throughput beside stdio, and a load test.
 
     python benchmarks/remote.py rates [--n 5000] [--notes 20000]
+    python benchmarks/remote.py rates --kinds stdio,ws --app floor
     python benchmarks/remote.py load [--ws 1000] [--http 200] [--chunks 10]
 
 ``rates``: the same agent over a stdio subprocess, over a WebSocket and over
@@ -93,12 +94,51 @@ class LoadAgent(acp.BaseAgent):
         return v1.PromptResponse(stop_reason="end_turn")
 
 
+async def floor_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """The thinnest ASGI app answering the ``rates`` workload over a WebSocket.
+
+    No SDK: each text message is decoded, and answered (``_b/flood`` with
+    its notifications first). What uvicorn alone costs per message.
+    """
+    import msgspec
+
+    if scope["type"] == "http":  # the health check
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+        return
+    if scope["type"] != "websocket":
+        return
+    await receive()
+    await send({"type": "websocket.accept"})
+    decode, encode = msgspec.json.decode, msgspec.json.encode
+    while True:
+        event = await receive()
+        if event["type"] != "websocket.receive":
+            return
+        request = decode(event["text"])
+        result = request.get("params")
+        if request.get("method") == "_b/flood":
+            session = result["sessionId"]
+            for i in range(result["n"]):
+                note = {
+                    "jsonrpc": "2.0",
+                    "method": "_b/note",
+                    "params": {"sessionId": session, "i": i},
+                }
+                await send({"type": "websocket.send", "text": encode(note).decode()})
+        answer = {"jsonrpc": "2.0", "id": request["id"], "result": result}
+        await send({"type": "websocket.send", "text": encode(answer).decode()})
+
+
 def serve_main(kind: str, port: int, ws: str) -> None:
     import uvicorn
 
     from acp_fast.http import AcpApp
 
-    app = AcpApp(rates_agent) if kind == "rates" else AcpApp(LoadAgent, idle_timeout=600)
+    if kind == "floor":
+        app: Any = floor_app
+    else:
+        app = AcpApp(rates_agent) if kind == "rates" else AcpApp(LoadAgent, idle_timeout=600)
     uvicorn.run(app, host="127.0.0.1", port=port, ws=ws, log_level="warning", backlog=4096)
 
 
@@ -197,7 +237,7 @@ async def measure_rates(kind: str, base: str, n: int, notes: int) -> dict[str, f
 
 
 def rates(args: argparse.Namespace) -> dict[str, Any]:
-    server, base = start_server("rates", args.ws_impl)
+    server, base = start_server(args.app, args.ws_impl)
     table: dict[str, dict[str, float]] = {}
     try:
         for kind in args.kinds.split(","):
@@ -331,6 +371,12 @@ def main() -> None:
     r.add_argument("--n", type=int, default=5000)
     r.add_argument("--notes", type=int, default=20000)
     r.add_argument("--kinds", default="stdio,ws,http", help="which transports, in order")
+    r.add_argument(
+        "--app",
+        choices=("rates", "floor"),
+        default="rates",
+        help="the served app: AcpApp, or the thinnest ASGI app (WebSocket only: --kinds stdio,ws)",
+    )
     ld = commands.add_parser("load")
     ld.add_argument("--ws", type=int, default=1000)
     ld.add_argument("--http", type=int, default=200)

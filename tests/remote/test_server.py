@@ -319,3 +319,30 @@ async def test_an_oversized_websocket_message_closes_the_socket(serve_app: Any) 
         except acp.Error as err:
             errors.append(err)
     assert errors and all(err.code == acp.ErrorCode.INTERNAL_ERROR for err in errors)
+
+
+@pytest.mark.anyio
+async def test_many_websocket_messages_in_flight_are_each_answered(serve_app: Any) -> None:
+    # Requests arrive many per read; the agent takes in every one the server
+    # holds per receive() (and keeps the next wait for later), in order.
+    base = serve_app()
+    url = base.replace("http://", "ws://") + "/acp"
+    answers: dict[int, Any] = {}
+    with anyio.fail_after(20):
+        async with acp.connect_to_agent(RecordingClient(), acp.WebSocketTransport(url)) as agent:
+            await agent.initialize()
+
+            async def ask(i: int) -> None:
+                for round_ in range(5):
+                    params = {"i": i, "round": round_, "pad": "x" * (i % 7) * 1000}
+                    message = acp.UntypedMessage("_t/echo", params)
+                    answers[i * 10 + round_] = await agent.send_request(message)
+
+            async with anyio.create_task_group() as group:
+                for i in range(100):
+                    group.start_soon(ask, i)
+    assert answers == {
+        i * 10 + r: {"i": i, "round": r, "pad": "x" * (i % 7) * 1000}
+        for i in range(100)
+        for r in range(5)
+    }

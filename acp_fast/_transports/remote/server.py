@@ -512,6 +512,13 @@ class SocketChannel(MessageChannel):
     server and the agent. The agent's output goes to the socket's mailbox,
     which ``_socket_sender`` sends one frame per message (ASGI sends one
     frame per ``websocket.send``).
+
+    On asyncio one ``receive()`` returns every message the server already
+    holds, as a read of a byte stream returns every line that arrived: once
+    a message is in, the next ``receive`` event is asked for at once, and if
+    it has to wait, that wait (an asyncio future, which belongs to no task)
+    is kept and awaited by the next ``receive()``. The agent then handles a
+    batch of messages per read, and answers it in one write, as over stdio.
     """
 
     def __init__(self, backend: Any, sink: SocketSink, receive: Receive, limit: int) -> None:
@@ -520,11 +527,30 @@ class SocketChannel(MessageChannel):
         self._limit = limit
         self.connection: Connection | None = None
         self.close_code = 1000  # what the Close frame says once the output ends
+        self._gather = backend.name == "asyncio"
+        self._ahead: Any = None  # the next event's receive, started and waiting
+        self._ahead_wait: Any = None  # ... what it waits for
 
     async def receive(self) -> bytes:
-        receive = self._asgi_receive
+        parts: list[bytes] = []
+        size = 0
         while not self._input_ended:
-            message = await receive()
+            ahead = self._ahead
+            if ahead is not None:
+                self._ahead = None
+                message = await _Resumed(ahead, self._ahead_wait)
+            elif parts:
+                # Ask for the next event; keep it for later if it has to wait.
+                ahead = self._asgi_receive().__await__()
+                try:
+                    wait = next(ahead)
+                except StopIteration as done:
+                    message = done.value
+                else:
+                    self._ahead, self._ahead_wait = ahead, wait
+                    break
+            else:
+                message = await self._asgi_receive()
             kind = message["type"]
             if kind == "websocket.receive":
                 text = message.get("text")
@@ -538,9 +564,15 @@ class SocketChannel(MessageChannel):
                 if b"\n" in data or b"\r" in data:
                     # One message per line (see MessageChannel.put_nowait).
                     data = data.replace(b"\r", b" ").replace(b"\n", b" ")
-                return data + b"\n"
-            if kind == "websocket.disconnect":
+                parts.append(data)
+                size += len(data)
+                if not self._gather or size >= _GATHER_BYTES:
+                    break
+            elif kind == "websocket.disconnect":
                 self._client_gone()
+        if parts:
+            parts.append(b"")
+            return b"\n".join(parts)
         return await super().receive()  # EOF, or the failure that ended the input
 
     def _client_gone(self) -> None:
@@ -548,6 +580,46 @@ class SocketChannel(MessageChannel):
             self.connection.close()
         else:  # pragma: no cover - set right after the connection is made
             self.end_input()
+
+    async def aclose(self) -> None:
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            ahead.close()
+        await super().aclose()
+
+
+# One receive() gathers messages up to about this many bytes.
+_GATHER_BYTES = 64 * 1024
+
+
+class _Resumed:
+    """Awaits a coroutine that already yielded ``wait`` once (see SocketChannel)."""
+
+    __slots__ = ("_coroutine", "_wait")
+
+    def __init__(self, coroutine: Any, wait: Any) -> None:
+        self._coroutine = coroutine
+        self._wait = wait
+
+    def __await__(self) -> Any:
+        coroutine, wait = self._coroutine, self._wait
+        while True:
+            if wait is not None and wait.done():
+                step, value = coroutine.send, None  # no loop iteration for a settled wait
+            else:
+                try:
+                    value = yield wait
+                except GeneratorExit:
+                    coroutine.close()
+                    raise
+                except BaseException as exc:
+                    step, value = coroutine.throw, exc
+                else:
+                    step = coroutine.send
+            try:
+                wait = step(value)
+            except StopIteration as done:
+                return done.value
 
 
 async def _socket_sender(send: Send, mailbox: Mailbox, channel: SocketChannel) -> None:
