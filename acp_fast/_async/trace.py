@@ -3,12 +3,14 @@
 A ``TraceWriter`` takes raw messages from the connections it watches
 (through a ``HopRecorder``, which a connection hands each read and each
 write whole, or ``record`` called with one message) and turns each message
-into one event, the format of docs/tracing.md. The connection's loop only
+into one event, the format of docs/tracing.md. The connection's loop
 appends the read's lines or the written bytes and one timestamp to a
-bounded queue; a writer thread splits them into messages, builds the events
-and writes them, so a slow disk never holds the connection up. When the
-queue is full the read or write is not recorded and its messages are
-counted, and the summary line at the end says how many were dropped.
+bounded list, and every ``_INLINE_ENTRIES`` entries it encodes the list as
+one batch; a writer thread writes the encoded batches (and encodes what is
+left when the connection goes quiet), so a slow disk never holds the
+connection up. When the queue is full the read or write is not recorded
+and its messages are counted, and the summary line at the end says how
+many were dropped.
 
 With a callback instead of a path, each event is built at once and passed
 to the callback as a dict, in the connection's loop.
@@ -38,16 +40,24 @@ TraceSink = str | os.PathLike[str] | Callable[[dict[str, Any]], object]
 _SUCCESSOR = "_proxy/successor"
 _MCP_MESSAGE = "mcp/message"
 
-# Queue limits: beyond either, messages are dropped (and counted).
+# Queue limits: beyond either, messages are dropped (and counted). They
+# count what is recorded and not yet written, encoded or not.
 MAX_QUEUED_EVENTS = 100_000
 MAX_QUEUED_BYTES = 64 * 1024 * 1024
 # How often the writer thread looks at the queue when nobody wakes it.
 _POLL_SECONDS = 0.05
 _clock = time.perf_counter
-# Entries (and their bytes) encoded and written at a time: a write releases
-# the GIL, so the connection's loop gets its turn between batches.
+# The recording loop encodes its entries itself once this many (or this
+# many bytes) are pending. Encoding in the writer thread beside a busy loop
+# costs more than it saves: the two threads then hand the interpreter lock
+# to and fro at every system call of the loop (docs/tracing.md).
+_INLINE_ENTRIES = 256
+_INLINE_BYTES = 128 * 1024
+# The writer thread encodes pending entries once the loop has added none
+# for a poll, or when the oldest is this old.
+_LEFTOVER_SECONDS = 0.2
+# Entries the writer thread encodes at a time.
 _BATCH_ENTRIES = 2048
-_BATCH_BYTES = 512 * 1024
 
 
 class _Message(msgspec.Struct, gc=False):
@@ -546,6 +556,22 @@ def encode_event(
     return _encode(build_event(ts, wall, direction, hop, sender, receiver, data, oversized))
 
 
+def _write_all(fd: int, parts: list[bytes]) -> None:
+    """Write ``parts`` in as few system calls as the kernel allows."""
+    start = 0
+    while start < len(parts):
+        written = os.writev(fd, parts[start : start + _IOV_MAX])
+        while start < len(parts) and written >= len(parts[start]):
+            written -= len(parts[start])
+            start += 1
+        if written:
+            parts[start] = parts[start][written:]
+
+
+# At most this many buffers per writev (Linux takes 1024).
+_IOV_MAX = 1024
+
+
 class TraceWriter:
     """Records messages to an NDJSON file (or hands events to a callback).
 
@@ -565,16 +591,27 @@ class TraceWriter:
         self._start = _clock()
         self._start_wall = time.time()
         # The queue's bounds: entries (reads, writes, messages given to
-        # record) and their bytes.
+        # record) and their bytes, counted from recorded to written.
         self._max_entries = max_events
         self._max_bytes = max_bytes
         self.recorded = 0
         self.dropped = 0
         self._closed = False
-        # Producer-only and writer-only counters: queued = enqueued - written.
+        # Counters each written by one side only (the recording loop, or
+        # whoever holds _lock, or the writer thread), so that queued =
+        # enqueued - written needs no lock.
+        self._enqueued_entries = 0
         self._enqueued_bytes = 0
+        self._encoded_bytes = 0  # under _lock
+        self._written_entries = 0
         self._written_bytes = 0
-        self._queue: collections.deque[Item] = collections.deque()
+        # Entries not yet encoded (appended by the recording loop; taken
+        # from the front under _lock), and encoded batches not yet written
+        # (appended under _lock, so in the order of their entries):
+        # (lines, entries, bytes).
+        self._pending: list[Item] = []
+        self._encoded: collections.deque[tuple[bytes, int, int]] = collections.deque()
+        self._lock = threading.Lock()
         self._callback: Callable[[dict[str, Any]], object] | None = None
         self._thread: threading.Thread | None = None
         # True when _put must not queue: a callback, or closed.
@@ -584,7 +621,7 @@ class TraceWriter:
             self._file = None
         else:
             # Truncated at start, like the Rust conductor's --trace.
-            self._file = open(sink, "wb")
+            self._file = open(sink, "wb", buffering=0)
             self._wake = threading.Event()
             self._thread = threading.Thread(
                 target=self._write_loop, name="acp_fast trace writer", daemon=True
@@ -624,15 +661,58 @@ class TraceWriter:
         if self._sync:
             self._record_now(ends, data, form, oversized)
             return
-        queue = self._queue
         if (
-            len(queue) >= self._max_entries
+            self._enqueued_entries - self._written_entries >= self._max_entries
             or self._enqueued_bytes - self._written_bytes > self._max_bytes
         ):
             self.dropped += count
             return
+        self._enqueued_entries += 1
         self._enqueued_bytes += size
-        queue.append((_clock(), ends, data, form, oversized, size))
+        pending = self._pending
+        pending.append((_clock(), ends, data, form, oversized, size))
+        if (
+            len(pending) >= _INLINE_ENTRIES
+            or self._enqueued_bytes - self._encoded_bytes >= _INLINE_BYTES
+        ):
+            self._encode_pending(False)
+
+    def _encode_pending(self, leftovers: bool) -> None:
+        """Encode pending entries into batches for the writer thread.
+
+        The recording loop (``leftovers`` false) encodes one batch of what
+        is pending, unless the writer thread is encoding just then; the
+        writer thread encodes everything pending, waiting for the lock.
+        Entries are taken from the front of the list while the loop may
+        append at its end: a slice and a deletion of the same length each
+        hold the interpreter lock, so none is lost or taken twice.
+        """
+        lock = self._lock
+        if not lock.acquire(leftovers):
+            return
+        try:
+            pending = self._pending
+            while pending:
+                count = len(pending)
+                if leftovers:
+                    count = min(count, _BATCH_ENTRIES)
+                items = pending[:count]
+                del pending[:count]
+                size = 0
+                for item in items:
+                    size += item[5]
+                try:
+                    encoded, events = _encode_batch(items, self._start, self._start_wall)
+                except Exception:  # never lose the rest of the trace
+                    log.exception("trace events not written")
+                    encoded, events = b"", 0
+                self.recorded += events
+                self._encoded_bytes += size
+                self._encoded.append((encoded, count, size))
+                if not leftovers:
+                    return
+        finally:
+            lock.release()
 
     def _record_now(
         self, ends: tuple[bytes, str, str, str, str], data: Any, form: int, oversized: int
@@ -658,33 +738,42 @@ class TraceWriter:
                 log.exception("trace callback failed")
 
     def _write_loop(self) -> None:
-        queue = self._queue
+        encoded = self._encoded
         assert self._file is not None
-        write = self._file.write
-        popleft = queue.popleft
-        start = self._start
-        wall = self._start_wall
+        fd = self._file.fileno()
+        popleft = encoded.popleft
+        pending = self._pending
+        seen = -1
         while True:
-            # Woken only to stop: between polls the loop's entries pile up
-            # and are encoded as whole batches (docs/tracing.md).
+            # Woken only to stop: between polls the loop's batches pile up.
             self._wake.wait(_POLL_SECONDS)
             stopping = self._wake.is_set()
-            while queue:
-                items: list[Item] = []
-                size = 0
-                while queue and len(items) < _BATCH_ENTRIES and size < _BATCH_BYTES:
-                    item = popleft()
-                    items.append(item)
-                    size += item[5]
+            if pending:
+                # Only entries the loop has stopped adding to, or old ones:
+                # encoding beside a busy loop makes the two threads trade
+                # the interpreter lock at each of the loop's system calls.
+                enqueued = self._enqueued_entries
+                if stopping or enqueued == seen or _clock() - pending[0][0] > _LEFTOVER_SECONDS:
+                    self._encode_pending(True)
+                seen = enqueued
+            if encoded:
+                # Everything at once: each write gives the interpreter lock
+                # away and takes it back, which costs the loop a hand-over
+                # (docs/tracing.md).
+                parts: list[bytes] = []
+                entries = size = 0
+                while encoded:
+                    lines, count, batch_size = popleft()
+                    parts.append(lines)
+                    entries += count
+                    size += batch_size
                 try:
-                    encoded, count = _encode_batch(items, start, wall)
-                    # The writer thread's own counter: one line per event.
-                    self.recorded += count
-                    write(encoded)
+                    _write_all(fd, parts)
                 except Exception:  # never lose the rest of the trace
                     log.exception("trace events not written")
+                del parts
+                self._written_entries += entries
                 self._written_bytes += size
-            self._file.flush()
             if stopping:
                 return
 
@@ -714,7 +803,7 @@ class TraceWriter:
         self._wake.set()
         self._thread.join()
         summary = self._summary()
-        self._file.write(_encode(summary) + b"\n")
+        _write_all(self._file.fileno(), [_encode(summary) + b"\n"])
         self._file.close()
 
 
@@ -743,30 +832,43 @@ class HopRecorder(Observer, WireRecorder):
         if writer._sync:
             writer._record_now(self._in, lines, READ, 0)
             return
-        queue = writer._queue
         if (
-            len(queue) >= writer._max_entries
+            writer._enqueued_entries - writer._written_entries >= writer._max_entries
             or writer._enqueued_bytes - writer._written_bytes > writer._max_bytes
         ):
             writer.dropped += len(lines)
             return
+        writer._enqueued_entries += 1
         writer._enqueued_bytes += size
-        queue.append((_clock(), self._in, lines, READ, 0, size))
+        pending = writer._pending
+        pending.append((_clock(), self._in, lines, READ, 0, size))
+        if (
+            len(pending) >= _INLINE_ENTRIES
+            or writer._enqueued_bytes - writer._encoded_bytes >= _INLINE_BYTES
+        ):
+            writer._encode_pending(False)
 
     def record_out(self, data: bytes) -> None:
         writer = self._writer
         if writer._sync:
             writer._record_now(self._out, data, WRITTEN, 0)
             return
-        queue = writer._queue
+        size = len(data)
         if (
-            len(queue) >= writer._max_entries
+            writer._enqueued_entries - writer._written_entries >= writer._max_entries
             or writer._enqueued_bytes - writer._written_bytes > writer._max_bytes
         ):
             writer.dropped += data.count(b"\n") or 1
             return
-        writer._enqueued_bytes += len(data)
-        queue.append((_clock(), self._out, data, WRITTEN, 0, len(data)))
+        writer._enqueued_entries += 1
+        writer._enqueued_bytes += size
+        pending = writer._pending
+        pending.append((_clock(), self._out, data, WRITTEN, 0, size))
+        if (
+            len(pending) >= _INLINE_ENTRIES
+            or writer._enqueued_bytes - writer._encoded_bytes >= _INLINE_BYTES
+        ):
+            writer._encode_pending(False)
 
     def on_message(self, direction: str, data: bytes, oversized: int | None = None) -> None:
         # Only for callers of their own: a connection uses record_in/out.

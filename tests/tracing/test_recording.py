@@ -7,6 +7,7 @@ from __future__ import annotations
 import collections
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import msgspec
 import pytest
 
 import acp_fast as acp
+from acp_fast._async import trace as trace_module
 from acp_fast.schema import v1
 
 from .helpers import (
@@ -119,6 +121,33 @@ def test_a_full_queue_drops_and_counts_and_never_blocks(tmp_path: Path):
     assert len(events) == summary["recorded"]
     writer.record("out", "hop", "Client", "Agent", line)  # after close: ignored
     assert read_trace(path)[1] == summary
+
+
+def _notification(index: int) -> bytes:
+    return b'{"jsonrpc":"2.0","method":"n","params":{"i":%d}}' % index
+
+
+def test_what_the_loop_encodes_and_what_the_writer_encodes_keep_their_order(tmp_path: Path):
+    # Past _INLINE_ENTRIES pending entries the recording side encodes them
+    # itself; a quiet writer's last entries are encoded by the writer thread
+    # (docs/tracing.md). Both must land, once each, in recording order.
+    path = tmp_path / "order.jsons"
+    writer = acp.TraceWriter(path)
+    burst = trace_module._INLINE_ENTRIES * 3 + 5
+    for index in range(burst):  # three batches from here, five left over
+        writer.record("out", "hop", "Client", "Agent", _notification(index))
+    # The leftovers reach the file while the recorder is quiet; waiting for
+    # them is the barrier before the next burst.
+    deadline = time.monotonic() + PROCESS_TIMEOUT
+    while path.read_bytes().count(b"\n") < burst:
+        assert time.monotonic() < deadline, "the writer left a quiet recorder's entries"
+        time.sleep(0.01)
+    for index in range(burst, 2 * burst):
+        writer.record("out", "hop", "Client", "Agent", _notification(index))
+    writer.close()
+    events, summary = read_trace(path)
+    assert [event["params"]["i"] for event in events] == list(range(2 * burst))
+    assert summary["recorded"] == 2 * burst and summary["dropped"] == 0
 
 
 def test_lines_that_are_not_messages_are_recorded_as_they_are(tmp_path: Path):
