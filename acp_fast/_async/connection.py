@@ -65,6 +65,7 @@ from .messages import (
     wire_params,
     wrap_envelope,
 )
+from .outbox import _EAGER_FLUSH_NOTIFICATIONS as _NOTIFICATION_FLUSH
 from .outbox import HIGH_WATER
 from .pending import PendingRequests
 from .requests import PreparedRequest, SentRequest
@@ -257,13 +258,15 @@ class ConnectionTo(Inbound, Generic[R]):
         if not isinstance(params, msgspec.Struct):  # typed messages always pass
             _check_params(method, params)
         if peer is None and self.role.has_default_peer:  # _route_to, inlined
-            self._enqueue(_wire.encode_notification(method, params))
+            self._enqueue(_wire.encode_notification(method, params), False, _NOTIFICATION_FLUSH)
         elif self._route_to(peer) is _SUCCESSOR:
             self._enqueue(
-                _wire.encode_notification(SUCCESSOR_METHOD, wrap_envelope(method, params))
+                _wire.encode_notification(SUCCESSOR_METHOD, wrap_envelope(method, params)),
+                False,
+                _NOTIFICATION_FLUSH,
             )
         else:
-            self._enqueue(_wire.encode_notification(method, params))
+            self._enqueue(_wire.encode_notification(method, params), False, _NOTIFICATION_FLUSH)
 
     def send_cancel_request(self, request_id: Any) -> None:
         """Send a raw ``$/cancel_request`` for ``request_id``.

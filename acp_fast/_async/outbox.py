@@ -35,6 +35,10 @@ _SUCCESSOR = PeerStyle.SUCCESSOR
 # two processes used to take turns), for ~1% more instructions in one process
 # (256 KiB before; 1 and 4 KiB measured worse than 2).
 _EAGER_FLUSH = 2 * 1024
+# A notification is nobody's answer, and a stream of them is written in
+# fewer, larger writes: each write is a turn of the peer's read loop
+# (docs/architecture.md).
+_EAGER_FLUSH_NOTIFICATIONS = 32 * 1024
 # Above this many bytes held for the transport, senders that pace themselves
 # (``await cx.drain()``, the typed helpers) wait.
 HIGH_WATER = 1024 * 1024
@@ -57,7 +61,7 @@ class Outbox:
         self._observer: Tap | None = None  # set by the builder (observe.py)
         self._wire: WireRecorder | None = None  # likewise: a trace, per write
 
-    def _enqueue(self, data: bytes, early: bool = False) -> None:
+    def _enqueue(self, data: bytes, early: bool = False, flush_at: int = _EAGER_FLUSH) -> None:
         if self._output_closed:
             raise self._output_broken or Error.internal_error("connection is no longer running")
         if self._observer is not None:
@@ -79,7 +83,7 @@ class Outbox:
             return
         self._out.append(data)
         self._out_size += len(data)
-        if self._out_size >= _EAGER_FLUSH:
+        if self._out_size >= flush_at:
             self._flush()
         elif not self._sync and not self._flush_scheduled:
             self._flush_scheduled = True
