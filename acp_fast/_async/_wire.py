@@ -131,6 +131,12 @@ def encode_request(request_id: int, method: str, params: object) -> bytes:
     )
 
 
+def notification_head(method: str) -> bytes:
+    """A notification line up to its params: ``encode_notification(method,
+    params)`` is this, the encoded params and ``}\\n``."""
+    return b'%s%s,"params":' % (_NOTIFICATION_HEAD, _encoder.encode(method))
+
+
 def encode_notification(method: str, params: object) -> bytes:
     """One notification line (with its newline). ``params`` None omits the key."""
     encoded = _method_cache.get(method) or _method_json(method)

@@ -65,8 +65,7 @@ from .messages import (
     wire_params,
     wrap_envelope,
 )
-from .outbox import _EAGER_FLUSH_NOTIFICATIONS as _NOTIFICATION_FLUSH
-from .outbox import HIGH_WATER
+from .outbox import HIGH_WATER, NOTIFICATION_FLUSH
 from .pending import PendingRequests
 from .requests import PreparedRequest, SentRequest
 
@@ -83,6 +82,12 @@ log = logging.getLogger("acp_fast")
 _COUNTERPART = PeerStyle.COUNTERPART
 _SUCCESSOR = PeerStyle.SUCCESSOR
 
+# The line of a typed notification up to its params, by class (a typed
+# message is its own params, and its method is the class's): filled by
+# send_notification_to, read by send_notification. Bounded, as a program may
+# make classes of its own.
+_notification_heads: dict[type, bytes] = {}
+_MAX_NOTIFICATION_HEADS = 1024
 # _wire.encode_request's pieces, for send_request's inlined copy.
 _REQUEST_LINE = b'{"jsonrpc":"2.0","id":%d,"method":%s,"params":%s}\n'
 _method_json_cache = _wire._method_cache
@@ -250,6 +255,12 @@ class ConnectionTo(Inbound, Generic[R]):
 
     def send_notification(self, notification: Any) -> None:
         """Send a notification to the counterpart."""
+        # send_notification_to(None, ...) for a typed message whose line
+        # head is known: this runs per notification (an agent's stream).
+        head = _notification_heads.get(type(notification))
+        if head is not None and self.role.has_default_peer:
+            self._enqueue(head + _encode_payload(notification) + b"}\n", False, NOTIFICATION_FLUSH)
+            return
         self.send_notification_to(None, notification)
 
     def send_notification_to(self, peer: Any, notification: Any) -> None:
@@ -257,16 +268,22 @@ class ConnectionTo(Inbound, Generic[R]):
         params = wire_params(notification)
         if not isinstance(params, msgspec.Struct):  # typed messages always pass
             _check_params(method, params)
+        elif (
+            params is notification
+            and type(notification) not in _notification_heads
+            and len(_notification_heads) < _MAX_NOTIFICATION_HEADS
+        ):
+            _notification_heads[type(notification)] = _wire.notification_head(method)
         if peer is None and self.role.has_default_peer:  # _route_to, inlined
-            self._enqueue(_wire.encode_notification(method, params), False, _NOTIFICATION_FLUSH)
+            self._enqueue(_wire.encode_notification(method, params), False, NOTIFICATION_FLUSH)
         elif self._route_to(peer) is _SUCCESSOR:
             self._enqueue(
                 _wire.encode_notification(SUCCESSOR_METHOD, wrap_envelope(method, params)),
                 False,
-                _NOTIFICATION_FLUSH,
+                NOTIFICATION_FLUSH,
             )
         else:
-            self._enqueue(_wire.encode_notification(method, params), False, _NOTIFICATION_FLUSH)
+            self._enqueue(_wire.encode_notification(method, params), False, NOTIFICATION_FLUSH)
 
     def send_cancel_request(self, request_id: Any) -> None:
         """Send a raw ``$/cancel_request`` for ``request_id``.
@@ -317,6 +334,11 @@ class ConnectionTo(Inbound, Generic[R]):
 
     def is_incoming_closed(self) -> bool:
         return self._closed.is_set()
+
+    def _must_drain(self) -> bool:
+        """Whether ``drain()`` would wait: more than about 1 MiB is held.
+        (The typed helpers ask before they await, per notification.)"""
+        return self._out_size + self._channel.pending > HIGH_WATER
 
     async def drain(self) -> None:
         """Wait until the outgoing data is (mostly) handed to the transport.

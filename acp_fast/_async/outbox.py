@@ -38,7 +38,7 @@ _EAGER_FLUSH = 2 * 1024
 # A notification is nobody's answer, and a stream of them is written in
 # fewer, larger writes: each write is a turn of the peer's read loop
 # (docs/architecture.md).
-_EAGER_FLUSH_NOTIFICATIONS = 32 * 1024
+NOTIFICATION_FLUSH = 32 * 1024
 # Above this many bytes held for the transport, senders that pace themselves
 # (``await cx.drain()``, the typed helpers) wait.
 HIGH_WATER = 1024 * 1024

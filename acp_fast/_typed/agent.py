@@ -34,8 +34,11 @@ from typing import Any
 
 import anyio
 
+from .._async._wire import encode_payload as _encode
+from .._async._wire import notification_head
 from .._async.builder import Builder
 from .._async.connection import ConnectionTo
+from .._async.outbox import NOTIFICATION_FLUSH
 from .._async.requests import SentRequest
 from .._async.roles import Agent
 from .._errors import Error
@@ -51,17 +54,31 @@ __all__ = ("BaseAgent", "ClientConnection", "Terminal", "agent_builder", "run_ag
 
 log = logging.getLogger("acp_fast")
 
+_UPDATE_HEAD = notification_head(v1.SessionNotification.METHOD)
+
 
 class ClientConnection:
     """What an agent uses to talk to its client (protocol v1)."""
 
     def __init__(self, cx: ConnectionTo[Any]) -> None:
         self.cx = cx
+        # An agent's stream of updates is its busiest path: each update is
+        # queued as its finished line (what cx.send_notification writes),
+        # with no call in between, when the connection's counterpart is the
+        # client (docs/architecture.md).
+        self._queue_update = cx._enqueue if cx.role.has_default_peer else None
 
     async def session_update(self, session_id: str, update: v1.SessionUpdate) -> None:
         """Send one ``session/update``; waits only when the client reads slowly."""
-        self.cx.send_notification(v1.SessionNotification(session_id=session_id, update=update))
-        await self.cx.drain()
+        cx = self.cx
+        notification = v1.SessionNotification(session_id=session_id, update=update)
+        queue = self._queue_update
+        if queue is not None:
+            queue(_UPDATE_HEAD + _encode(notification) + b"}\n", False, NOTIFICATION_FLUSH)
+        else:
+            cx.send_notification(notification)
+        if cx._must_drain():  # no coroutine per update when the client keeps up
+            await cx.drain()
 
     async def request_permission(
         self,
