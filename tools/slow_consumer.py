@@ -9,6 +9,12 @@ full pipe instead of the agent's memory growing. Once the writer has stalled
 (or finished), the answers are read: every request must be answered exactly
 once, and the peak RSS growth of each process is reported.
 
+The reader waits for ids, never for a number of lines: answers leave in
+writes of any size (docs/semantics.md §1.1), so a read may end anywhere,
+even inside a line, and a warm-up answer that was still in the pipe must not
+count for a request of the flood. An answer that has not come after
+``--patience`` seconds without output is reported missing, by id.
+
 Run::
 
     python tools/slow_consumer.py                       # 1,000,000 requests, 20 s unread
@@ -23,17 +29,22 @@ from __future__ import annotations
 
 import argparse
 import os
+import select
 import shlex
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import orjson
 
 MIB = 1024 * 1024
 LIMIT = 16 * MIB
+
+_Id = TypeVar("_Id")
 
 
 def _kib(pid: int, key: str) -> int:
@@ -59,6 +70,7 @@ class Report:
     duplicates: int = 0
     errors: int = 0
     stalled_after: int = 0  # requests written while nobody read
+    missing: list[int] = field(default_factory=list)  # ids of requests never answered
     growth: dict[str, int] = field(default_factory=dict)  # process -> peak RSS growth
 
     @property
@@ -72,17 +84,32 @@ class Report:
 
     def text(self) -> str:
         growth = ", ".join(f"{name} +{g / MIB:.1f} MiB" for name, g in self.growth.items())
+        missing = ""
+        if self.missing:
+            more = ", …" if len(self.missing) > 10 else ""
+            missing = f" (no answer to {', '.join(map(str, self.missing[:10]))}{more})"
         return (
-            f"{self.requests} requests: {self.answered} answered, {self.duplicates} twice, "
-            f"{self.errors} errors; {self.stalled_after} written while unread; "
-            f"peak RSS growth: {growth}"
+            f"{self.requests} requests: {self.answered} answered{missing}, "
+            f"{self.duplicates} twice, {self.errors} errors; "
+            f"{self.stalled_after} written while unread; peak RSS growth: {growth}"
         )
 
 
 def run(
-    requests: int, unread: float, backend: str = "asyncio", through_conductor: bool = False
+    requests: int,
+    unread: float,
+    backend: str = "asyncio",
+    through_conductor: bool = False,
+    patience: float = 30.0,
+    agent: list[str] | None = None,
 ) -> Report:
-    agent = [sys.executable, "-m", "acp_fast._bench._peers", "class", "--backend", backend]
+    """Flood `requests` echo requests, leave the answers unread, then read them.
+
+    `patience`: seconds without output after which the answers still missing
+    are reported. `agent` replaces the class-API agent's command line.
+    """
+    if agent is None:
+        agent = [sys.executable, "-m", "acp_fast._bench._peers", "class", "--backend", backend]
     command = agent
     if through_conductor:
         agent_command = shlex.join(agent)
@@ -99,8 +126,8 @@ def run(
             stdin,
             b'{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":1}}\n',
         )
-        answers = _Reader(stdout)
-        answers.until(lambda: "init" in answers.ids)
+        answers = _Reader(stdout, patience)
+        answers.expect(["init"], "initialize")
         _warm_up(stdin, answers)
         pids = {"agent" if not through_conductor else "conductor": process.pid}
         if through_conductor:
@@ -128,9 +155,9 @@ def run(
             time.sleep(0.1)
         report.stalled_after = written[0]
         peak_unread = {name: _kib(pid, "VmRSS") for name, pid in pids.items()}
-        answers.until(lambda: answers.count >= requests)
-        writer.join()
-        report.answered = len(answers.ids) - 1 - 1000  # without init and the warm-up
+        report.missing = sorted(answers.wait_for(range(requests)))
+        writer.join(patience)  # still blocked in a write only if answers are missing
+        report.answered = requests - len(report.missing)
         report.duplicates = answers.duplicates
         report.errors = answers.errors
         for name, pid in pids.items():
@@ -162,37 +189,55 @@ def _warm_up(stdin: int, answers: _Reader) -> None:
             for i in range(1000)
         ),
     )
-    answers.until(lambda: answers.count >= 1000)
-    answers.count = 0
+    answers.expect([f"w{i}" for i in range(1000)], "warm-up")
 
 
 class _Reader:
-    def __init__(self, fd: int) -> None:
+    """Reads the answers; every answer's id lands in `ids`."""
+
+    def __init__(self, fd: int, patience: float) -> None:
         self.fd = fd
+        self.patience = patience
         self.buffer = bytearray(1 << 20)
         self.rest = b""
         self.ids: set[object] = set()
-        self.count = 0
         self.duplicates = 0
         self.errors = 0
 
-    def until(self, done: object) -> None:
-        assert callable(done)
-        while not done():
+    def expect(self, ids: Iterable[object], what: str) -> None:
+        missing = self.wait_for(ids)
+        if missing:
+            raise RuntimeError(
+                f"no answer to {len(missing)} {what} request(s): {sorted(map(str, missing))}"
+            )
+
+    def wait_for(self, ids: Iterable[_Id]) -> set[_Id]:
+        """Read until each of `ids` is answered; return those still unanswered.
+
+        Reading stops early, with ids left over, when the output ends or
+        nothing arrives for `patience` seconds.
+        """
+        missing = {id_ for id_ in ids if id_ not in self.ids}
+        while missing:
+            ready, _, _ = select.select([self.fd], [], [], self.patience)
+            if not ready:
+                break
             n = os.readv(self.fd, [self.buffer])
             if n == 0:
-                raise EOFError("the agent's output ended")
+                break
             lines = (self.rest + self.buffer[:n]).split(b"\n")
             self.rest = lines.pop()
             for line in lines:
                 message = orjson.loads(line)
                 if "id" not in message or "method" in message:
                     continue
-                if message["id"] in self.ids:
+                id_ = message["id"]
+                if id_ in self.ids:
                     self.duplicates += 1
-                self.ids.add(message["id"])
+                self.ids.add(id_)
+                missing.discard(id_)
                 self.errors += "error" in message
-                self.count += 1
+        return missing
 
 
 def main() -> int:
@@ -201,8 +246,11 @@ def main() -> int:
     parser.add_argument("--unread", type=float, default=20.0, help="seconds stdout stays unread")
     parser.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
     parser.add_argument("--through-conductor", action="store_true")
+    parser.add_argument(
+        "--patience", type=float, default=30.0, help="seconds without output before giving up"
+    )
     args = parser.parse_args()
-    report = run(args.requests, args.unread, args.backend, args.through_conductor)
+    report = run(args.requests, args.unread, args.backend, args.through_conductor, args.patience)
     print(report.text())
     return 0 if report.ok else 1
 
