@@ -682,7 +682,8 @@ class TraceWriter:
 
         The recording loop (``leftovers`` false) encodes one batch of what
         is pending, unless the writer thread is encoding just then; the
-        writer thread encodes everything pending, waiting for the lock.
+        writer thread encodes what is pending when it starts, waiting for
+        the lock.
         Entries are taken from the front of the list while the loop may
         append at its end: a slice and a deletion of the same length each
         hold the interpreter lock, so none is lost or taken twice.
@@ -692,10 +693,12 @@ class TraceWriter:
             return
         try:
             pending = self._pending
-            while pending:
-                count = len(pending)
-                if leftovers:
-                    count = min(count, _BATCH_ENTRIES)
+            # The writer thread takes what is there now, in batches; the
+            # loop, one batch.
+            left = len(pending)
+            while left:
+                count = min(left, _BATCH_ENTRIES) if leftovers else left
+                left -= count
                 items = pending[:count]
                 del pending[:count]
                 size = 0
@@ -738,44 +741,53 @@ class TraceWriter:
                 log.exception("trace callback failed")
 
     def _write_loop(self) -> None:
-        encoded = self._encoded
-        assert self._file is not None
-        fd = self._file.fileno()
-        popleft = encoded.popleft
-        pending = self._pending
         seen = -1
         while True:
             # Woken only to stop: between polls the loop's batches pile up.
             self._wake.wait(_POLL_SECONDS)
             stopping = self._wake.is_set()
-            if pending:
-                # Only entries the loop has stopped adding to, or old ones:
-                # encoding beside a busy loop makes the two threads trade
-                # the interpreter lock at each of the loop's system calls.
-                enqueued = self._enqueued_entries
-                if stopping or enqueued == seen or _clock() - pending[0][0] > _LEFTOVER_SECONDS:
-                    self._encode_pending(True)
-                seen = enqueued
-            if encoded:
-                # Everything at once: each write gives the interpreter lock
-                # away and takes it back, which costs the loop a hand-over
-                # (docs/tracing.md).
-                parts: list[bytes] = []
-                entries = size = 0
-                while encoded:
-                    lines, count, batch_size = popleft()
-                    parts.append(lines)
-                    entries += count
-                    size += batch_size
-                try:
-                    _write_all(fd, parts)
-                except Exception:  # never lose the rest of the trace
-                    log.exception("trace events not written")
-                del parts
-                self._written_entries += entries
-                self._written_bytes += size
+            try:
+                self._write_pending(stopping, seen)
+            except Exception:  # never stop writing the rest of the trace
+                log.exception("trace events not written")
+            seen = self._enqueued_entries
             if stopping:
                 return
+
+    def _write_pending(self, stopping: bool, seen: int) -> None:
+        """One poll of the writer thread: leftovers, then the encoded batches.
+        ``seen`` is the loop's entry count at the end of the last poll."""
+        # The loop may empty the list at any moment: look at a copy of its
+        # first entry, never index the list itself.
+        oldest = self._pending[:1]
+        if oldest and (
+            stopping
+            or self._enqueued_entries == seen
+            or _clock() - oldest[0][0] > _LEFTOVER_SECONDS
+        ):
+            # Only entries the loop has stopped adding to, or old ones:
+            # encoding beside a busy loop makes the two threads trade the
+            # interpreter lock at each of the loop's system calls.
+            self._encode_pending(True)
+        encoded = self._encoded
+        if not encoded:
+            return
+        # Everything at once: each write gives the interpreter lock away and
+        # takes it back, which costs the loop a hand-over (docs/tracing.md).
+        parts: list[bytes] = []
+        entries = size = 0
+        while encoded:
+            lines, count, batch_size = encoded.popleft()
+            parts.append(lines)
+            entries += count
+            size += batch_size
+        try:
+            assert self._file is not None
+            _write_all(self._file.fileno(), parts)
+        finally:
+            # Written or not, these no longer count against the bounds.
+            self._written_entries += entries
+            self._written_bytes += size
 
     def _summary(self) -> dict[str, Any]:
         now = _clock() - self._start
@@ -803,8 +815,10 @@ class TraceWriter:
         self._wake.set()
         self._thread.join()
         summary = self._summary()
-        _write_all(self._file.fileno(), [_encode(summary) + b"\n"])
-        self._file.close()
+        try:
+            _write_all(self._file.fileno(), [_encode(summary) + b"\n"])
+        finally:
+            self._file.close()
 
 
 class HopRecorder(Observer, WireRecorder):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import collections
 import json
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -148,6 +149,45 @@ def test_what_the_loop_encodes_and_what_the_writer_encodes_keep_their_order(tmp_
     events, summary = read_trace(path)
     assert [event["params"]["i"] for event in events] == list(range(2 * burst))
     assert summary["recorded"] == 2 * burst and summary["dropped"] == 0
+
+
+def test_the_loop_emptying_the_list_while_the_writer_looks_at_it_loses_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # The writer thread looks at the oldest pending entry's age; the loop
+    # may encode (and so empty) the list at that very moment. The writer is
+    # held inside that look while the loop does so.
+    path = tmp_path / "race.jsons"
+    real_clock = trace_module._clock
+    looking, encoded = threading.Event(), threading.Event()
+
+    def clock() -> float:
+        if threading.current_thread().name == "acp_fast trace writer" and not looking.is_set():
+            looking.set()
+            encoded.wait(PROCESS_TIMEOUT)
+        return real_clock()
+
+    monkeypatch.setattr(trace_module, "_clock", clock)
+    writer = acp.TraceWriter(path)
+    writer.record("out", "hop", "Client", "Agent", _notification(0))
+    assert looking.wait(PROCESS_TIMEOUT)
+    for index in range(1, trace_module._INLINE_ENTRIES):  # the loop encodes them all
+        writer.record("out", "hop", "Client", "Agent", _notification(index))
+    assert writer._pending == []
+    encoded.set()
+    # The writer finishes its look and writes the loop's batch.
+    deadline = time.monotonic() + PROCESS_TIMEOUT
+    while writer._written_entries < trace_module._INLINE_ENTRIES:
+        assert writer._thread is not None and writer._thread.is_alive(), "the writer died"
+        assert time.monotonic() < deadline, "the loop's batch was not written"
+        time.sleep(0.01)
+    total = trace_module._INLINE_ENTRIES + 10
+    for index in range(trace_module._INLINE_ENTRIES, total):
+        writer.record("out", "hop", "Client", "Agent", _notification(index))
+    writer.close()
+    events, summary = read_trace(path)
+    assert [event["params"]["i"] for event in events] == list(range(total))
+    assert summary["recorded"] == total
 
 
 def test_lines_that_are_not_messages_are_recorded_as_they_are(tmp_path: Path):
