@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 import uvicorn
+from websockets.protocol import State
 
 
 class RunningServer:
@@ -48,6 +49,23 @@ class RunningServer:
         return f"http://127.0.0.1:{self.port}"
 
     def stop(self) -> None:
+        # uvicorn's shutdown sends a Close frame on every WebSocket it holds,
+        # and its websockets-sansio implementation raises (in the server's
+        # thread) on one whose closing handshake is already under way, as
+        # when the test's client has just closed. Let those finish first.
+        deadline = time.monotonic() + 5
+        while self._closing_websockets() and time.monotonic() < deadline:
+            time.sleep(0.01)
         self.server.should_exit = True
         self.thread.join(10)
         self.sock.close()
+
+    def _closing_websockets(self) -> bool:
+        try:
+            connections = list(self.server.server_state.connections)
+        except RuntimeError:  # the server's thread changed the set meanwhile
+            return True
+        return any(
+            getattr(getattr(connection, "conn", None), "state", None) is State.CLOSING
+            for connection in connections
+        )
