@@ -315,6 +315,17 @@ def _lines_of(data: Any, form: int) -> list[Any]:
     return [data]
 
 
+def _count_messages(data: Any, form: int) -> int:
+    """How many messages an entry's data holds (see ``Item``)."""
+    if form == READ:
+        return len(data)
+    if form == WRITTEN:
+        return int(data.count(b"\n")) or 1
+    if form == LINES:
+        return int(data.count(b"\n")) + 1
+    return 1
+
+
 def encode_batch(items: list[Item], start: float, start_wall: float) -> bytes:
     """Queued entries as event lines, each with its newline."""
     return _encode_batch(items, start, start_wall)[0]
@@ -640,11 +651,11 @@ class TraceWriter:
         """Take one message; never blocks (drops it when the queue is full)."""
         ends = _entry_ends(direction, hop, sender, receiver)
         if oversized is not None:
-            self._put(ends, bytes(data), OVERSIZED, oversized, 1, len(data))
+            self._put(ends, bytes(data), OVERSIZED, oversized, len(data))
             return
         if data[-1:] == b"\n":
             data = data[:-1]
-        self._put(ends, data, ONE, 0, 1, len(data))
+        self._put(ends, data, ONE, 0, len(data))
 
     def _put(
         self,
@@ -652,12 +663,10 @@ class TraceWriter:
         data: Any,
         form: int,
         oversized: int,
-        count: int,
         size: int,
     ) -> None:
-        """Queue one entry of ``count`` messages (see ``Item``); never blocks.
-        (``HopRecorder`` does the same inline: it is the per-read and
-        per-write path of a recorded connection.)"""
+        """Queue one entry (see ``Item``); never blocks. The per-read and
+        per-write path of a recorded connection (``HopRecorder``)."""
         if self._sync:
             self._record_now(ends, data, form, oversized)
             return
@@ -665,7 +674,7 @@ class TraceWriter:
             self._enqueued_entries - self._written_entries >= self._max_entries
             or self._enqueued_bytes - self._written_bytes > self._max_bytes
         ):
-            self.dropped += count
+            self.dropped += _count_messages(data, form)
             return
         self._enqueued_entries += 1
         self._enqueued_bytes += size
@@ -839,61 +848,22 @@ class HopRecorder(Observer, WireRecorder):
         self._out = _entry_ends(OUTGOING, hop, local, peer)
         self._owns_writer = owns_writer
 
-    # TraceWriter._put, inline (one call less per read and per write).
-
     def record_in(self, lines: list[Any], size: int) -> None:
-        writer = self._writer
-        if writer._sync:
-            writer._record_now(self._in, lines, READ, 0)
-            return
-        if (
-            writer._enqueued_entries - writer._written_entries >= writer._max_entries
-            or writer._enqueued_bytes - writer._written_bytes > writer._max_bytes
-        ):
-            writer.dropped += len(lines)
-            return
-        writer._enqueued_entries += 1
-        writer._enqueued_bytes += size
-        pending = writer._pending
-        pending.append((_clock(), self._in, lines, READ, 0, size))
-        if (
-            len(pending) >= _INLINE_ENTRIES
-            or writer._enqueued_bytes - writer._encoded_bytes >= _INLINE_BYTES
-        ):
-            writer._encode_pending(False)
+        self._put(self._in, lines, READ, 0, size)
 
     def record_out(self, data: bytes) -> None:
-        writer = self._writer
-        if writer._sync:
-            writer._record_now(self._out, data, WRITTEN, 0)
-            return
-        size = len(data)
-        if (
-            writer._enqueued_entries - writer._written_entries >= writer._max_entries
-            or writer._enqueued_bytes - writer._written_bytes > writer._max_bytes
-        ):
-            writer.dropped += data.count(b"\n") or 1
-            return
-        writer._enqueued_entries += 1
-        writer._enqueued_bytes += size
-        pending = writer._pending
-        pending.append((_clock(), self._out, data, WRITTEN, 0, size))
-        if (
-            len(pending) >= _INLINE_ENTRIES
-            or writer._enqueued_bytes - writer._encoded_bytes >= _INLINE_BYTES
-        ):
-            writer._encode_pending(False)
+        self._put(self._out, data, WRITTEN, 0, len(data))
 
     def on_message(self, direction: str, data: bytes, oversized: int | None = None) -> None:
         # Only for callers of their own: a connection uses record_in/out.
         if direction is INCOMING:
             if oversized is not None:
-                self._put(self._in, bytes(data), OVERSIZED, oversized, 1, len(data))
+                self._put(self._in, bytes(data), OVERSIZED, oversized, len(data))
             else:
                 line = data[:-1] if data[-1:] == b"\n" else data
-                self._put(self._in, line, ONE, 0, 1, len(data))
+                self._put(self._in, line, ONE, 0, len(data))
         else:
-            self._put(self._out, data, WRITTEN, 0, data.count(b"\n") or 1, len(data))
+            self._put(self._out, data, WRITTEN, 0, len(data))
 
     def on_close(self) -> None:
         if self._owns_writer:
