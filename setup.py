@@ -26,7 +26,7 @@ import sys
 from setuptools import Distribution, Extension, setup
 from setuptools.command.build_ext import build_ext
 
-CORE_MODULES = ("framing", "messages", "requests")
+CORE_MODULES = ("events", "framing", "messages", "requests")
 
 
 def _flag(name: str) -> bool:
@@ -104,7 +104,7 @@ class OptionalBuildExt(build_ext):
 
     def finalize_options(self) -> None:
         super().finalize_options()
-        # The three modules compile side by side (pip passes no -j).
+        # The modules compile side by side (pip passes no -j).
         if not self.parallel:
             self.parallel = os.cpu_count() or 1
 

@@ -22,6 +22,10 @@ class CoreImpl:
         return importlib.import_module(f"acp_fast._core._{name}_{self.tag}")
 
     @cached_property
+    def events(self) -> ModuleType:
+        return self._module("events")
+
+    @cached_property
     def framing(self) -> ModuleType:
         return self._module("framing")
 
@@ -34,7 +38,7 @@ class CoreImpl:
         return self._module("requests")
 
     def __getattr__(self, name: str) -> Any:
-        for module in (self.framing, self.messages, self.requests):
+        for module in (self.framing, self.messages, self.requests, self.events):
             if hasattr(module, name):
                 return getattr(module, name)
         raise AttributeError(name)

@@ -18,6 +18,9 @@ def test_compiled_core_is_loaded():
     assert not NO_EXTENSIONS
     assert core.IMPLEMENTATION == "c"
     assert type(core.LineBuffer).__name__ != "type" or core.LineBuffer.__module__.endswith("_c")
+    # Every compiled module, not only the first one imported.
+    for name in ("LineBuffer", "classify", "RequestTable", "join_events"):
+        assert getattr(core, name).__module__.endswith("_c"), name
 
 
 def test_pure_core_is_selected_by_the_environment():

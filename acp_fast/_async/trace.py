@@ -29,6 +29,7 @@ from typing import Any, cast
 
 import msgspec
 
+from .._core import join_events
 from .observe import INCOMING, OUTGOING, Observer, WireRecorder
 
 __all__ = ("HopRecorder", "TraceSink", "TraceWriter", "build_event", "encode_event")
@@ -331,21 +332,10 @@ def encode_batch(items: list[Item], start: float, start_wall: float) -> bytes:
     return _encode_batch(items, start, start_wall)[0]
 
 
-# The constant pieces of the common events, joined around each message's
-# own raw parts and its entry's head (see ``_encode_batch``).
-_OPEN_REQUEST = b'{"type":"request","ts":'
-_OPEN_NOTIFICATION = b'{"type":"notification","ts":'
-_OPEN_RESPONSE = b'{"type":"response","ts":'
+# The pieces of an entry's head (the events' own pieces: _core/_events_py.py).
 _WALL = b',"wall":'
-_PROTOCOL_ID = b',"protocol":"acp","id":'
-_PROTOCOL = b',"protocol":"acp"'
-_PARAMS = b',"params":'
-_ID = b',"id":'
-_IS_ERROR = b',"is_error":true,"payload":'
-_IS_RESULT = b',"is_error":false,"payload":'
-_RAW = b',"raw":'
-_CLOSE = b"}\n"
 _SESSION_ID = b'"sessionId"'
+_PARAMS = b',"params":'
 
 
 def _encode_batch(items: list[Item], start: float, start_wall: float) -> tuple[bytes, int]:
@@ -404,89 +394,43 @@ def _encode_batch(items: list[Item], start: float, start_wall: float) -> tuple[b
             return encoded, encoded.count(b"\n")
         parts = [_encode_batch([item], start, start_wall) for item in items]
         return b"".join([part[0] for part in parts]), sum([part[1] for part in parts])
-    out: list[Any] = []
-    extend = out.extend
-    count = len(lines)
-    methods = _method_parts
-    sessions = _session_params
-    null = _NULL
-    decode_session = _decode_session
+    odd: list[int] = []
     # Without the key anywhere in the batch no line names a session.
-    any_session = _SESSION_ID in joined
-    # The start of the last line whose session was decoded, up to the end of
-    # its sessionId (see _start_naming): a stream's next lines start alike.
-    known_start = b"\x00"  # no line starts with it
-    known_session = b""
-    for message, line, head, index in zip(messages, lines, heads, range(count), strict=True):
-        method = message.method
-        if method is not None:
-            if method == _SUCCESSOR or method == _MCP_MESSAGE:
-                owner = bisect.bisect_right(bounds, index)
-                event = _encode_line(items[owner], stamps[owner], start_wall, line)
-                if not event:
-                    count -= 1
-                out.append(event)
-                continue
-            name = methods.get(method) or _method_part(method)
-            params = message.params or null
-            session = _PARAMS
-            if any_session:
-                if line.startswith(known_start):
-                    session = known_session
-                elif line.find(_SESSION_ID) >= 0:
-                    try:
-                        found = decode_session(params).sessionId
-                    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-                        found = None
-                    if type(found) is str:
-                        session = sessions.get(found) or _session_params_part(found)
-                        start_of = _start_naming(line, found)
-                        if start_of is not None:
-                            known_start, known_session = start_of, session
-            rid = message.id
-            if rid:
-                extend(
-                    (
-                        _OPEN_REQUEST,
-                        head,
-                        _PROTOCOL_ID,
-                        rid,
-                        name,
-                        session,
-                        params,
-                        _RAW,
-                        line,
-                        _CLOSE,
-                    )
-                )
-            else:
-                extend(
-                    (
-                        _OPEN_NOTIFICATION,
-                        head,
-                        _PROTOCOL,
-                        name,
-                        session,
-                        params,
-                        _RAW,
-                        line,
-                        _CLOSE,
-                    )
-                )
-        elif (rid := message.id) and (error := message.error):
-            extend((_OPEN_RESPONSE, head, _ID, rid, _IS_ERROR, error, _RAW, line, _CLOSE))
-        elif rid and (result := message.result):
-            extend((_OPEN_RESPONSE, head, _ID, rid, _IS_RESULT, result, _RAW, line, _CLOSE))
-        else:
-            owner = bisect.bisect_right(bounds, index)
-            event = _encode_line(items[owner], stamps[owner], start_wall, line)
-            if not event:
-                count -= 1
-            out.append(event)
+    out = join_events(
+        messages,
+        lines,
+        heads,
+        _method_parts,
+        _method_part,
+        _session_of_line if _SESSION_ID in joined else None,
+        odd,
+    )
+    count = len(lines)
+    for at in range(0, len(odd), 2):
+        # The messages join_events leaves to us (successor and MCP
+        # envelopes, anything neither a call nor a response): by message.
+        index = odd[at]
+        owner = bisect.bisect_right(bounds, index)
+        event = _encode_line(items[owner], stamps[owner], start_wall, lines[index])
+        if not event:
+            count -= 1
+        out[odd[at + 1]] = event
     return b"".join(out), count
 
 
 _PARAMS_SESSION = b'"params":{"sessionId":"'
+
+
+def _session_of_line(line: bytes, params: Any) -> tuple[bytes | None, bytes | None]:
+    """For join_events: the session part of a line whose params may name a
+    session, and the start of the lines known to name the same one."""
+    try:
+        found = _decode_session(params).sessionId
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None, None
+    if type(found) is not str:
+        return None, None
+    return _session_params.get(found) or _session_params_part(found), _start_naming(line, found)
 
 
 def _start_naming(line: bytes, session: str) -> bytes | None:

@@ -5,7 +5,7 @@ library (not anyio, not the schema): the async layer owns every future, event
 and task, and hands the core opaque slots to carry them.
 
 Each hot module is written once as typed Python (``_framing_py``,
-``_messages_py``, ``_requests_py``) and compiled by Cython from that same
+``_messages_py``, ``_requests_py``, ``_events_py``) and compiled by Cython from that same
 source as ``_framing_c`` and friends. This module picks one implementation for
 the whole process:
 
@@ -75,6 +75,7 @@ __all__ = (
     "classify",
     "classify_envelope",
     "is_valid_id",
+    "join_events",
     "params_head_of",
     "scan_head",
     "scan_tail",
@@ -86,6 +87,7 @@ NO_EXTENSIONS: bool = (
 )
 
 if TYPE_CHECKING or NO_EXTENSIONS:
+    from ._events_py import join_events
     from ._framing_py import LineBuffer, OversizedLine
     from ._messages_py import (
         classify,
@@ -100,6 +102,7 @@ if TYPE_CHECKING or NO_EXTENSIONS:
     IMPLEMENTATION = "py"
 else:
     try:
+        from ._events_c import join_events
         from ._framing_c import LineBuffer, OversizedLine
         from ._messages_c import (
             classify,

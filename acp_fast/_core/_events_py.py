@@ -1,0 +1,161 @@
+# Trace events of a batch of messages, joined from pieces (docs/tracing.md).
+#
+# The trace writer (acp_fast/_async/trace.py) decodes the heads of a batch's
+# messages in one call and hands them here with each message's raw line and
+# its entry's head (the encoded "ts", "wall" and ends). For each message this
+# appends the pieces of its event to one list, to be joined once:
+#
+#   request       {"type":"request","ts":..,"protocol":"acp","id":ID,
+#                  "method":M[,"session":S],"params":P,"raw":LINE}
+#   notification  the same with "type":"notification" and no "id"
+#   response      {"type":"response","ts":..,"id":ID,"is_error":B,
+#                  "payload":RESULT_OR_ERROR,"raw":LINE}
+#
+# Invariants:
+#
+# * Every piece is bytes taken as is: a decoded head's raw parts (id,
+#   params, result, error) are the message's own JSON text, and the
+#   constants and cached parts are valid JSON fragments. Nothing is
+#   re-encoded here.
+# * A message this cannot write alone (a successor or MCP envelope, whose
+#   event names the inner message; anything neither a call nor a response)
+#   gets one empty placeholder piece, and its index and the placeholder's
+#   position are appended to ``odd`` as two ints, in order: the caller
+#   writes those events its own way and puts them in place.
+# * A line that starts with the bytes ``known_start`` of an earlier line of
+#   the batch names the same session (``session_of`` decided it): a stream
+#   of one session's updates is decoded for its session once per batch.
+#
+# This file is compiled by Cython (with _events_c.pxd) and is also the
+# pure-Python fallback; it must never import cython.
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+_SUCCESSOR = "_proxy/successor"
+_MCP_MESSAGE = "mcp/message"
+
+_OPEN_REQUEST = b'{"type":"request","ts":'
+_OPEN_NOTIFICATION = b'{"type":"notification","ts":'
+_OPEN_RESPONSE = b'{"type":"response","ts":'
+_PROTOCOL_ID = b',"protocol":"acp","id":'
+_PROTOCOL = b',"protocol":"acp"'
+_PARAMS = b',"params":'
+_ID = b',"id":'
+_IS_ERROR = b',"is_error":true,"payload":'
+_IS_RESULT = b',"is_error":false,"payload":'
+_RAW = b',"raw":'
+_CLOSE = b"}\n"
+_NULL = b"null"
+_SESSION_ID = b'"sessionId"'
+
+# session_of(line, params) -> (the ',"session":..,"params":' part or None,
+# the start of lines known to name that session, or None).
+SessionOf = Callable[[bytes, Any], "tuple[bytes | None, bytes | None]"]
+
+
+def join_events(
+    messages: list[Any],
+    lines: list[bytes],
+    heads: list[bytes],
+    method_parts: dict[str, bytes],
+    method_part: Callable[[str], bytes],
+    session_of: SessionOf | None,
+    odd: list[int],
+) -> list[Any]:
+    """The pieces of the batch's events, in order (see the module comment).
+
+    ``messages[i]`` is the decoded head of ``lines[i]`` (attributes ``id``,
+    ``method``, ``params``, ``result``, ``error``; raw parts are bytes-like
+    and empty when absent), ``heads[i]`` its entry's head. ``method_parts``
+    caches ``method_part``. ``session_of`` is None when no line of the batch
+    holds a ``"sessionId"``.
+    """
+    out: list[Any] = []
+    known_start = b"\x00"  # no line starts with it
+    known_session = b""
+    # An entry's messages share its head: each kind's opening (type, the
+    # head, what follows it) is joined once per entry, when first needed.
+    last_head = b""
+    open_request = open_notification = open_response = b""
+    count = len(lines)
+    for index in range(count):
+        message = messages[index]
+        line = lines[index]
+        head = heads[index]
+        if head is not last_head:
+            last_head = head
+            open_request = open_notification = open_response = b""
+        method = message.method
+        if method is not None:
+            if method == _SUCCESSOR or method == _MCP_MESSAGE:
+                odd.append(index)
+                odd.append(len(out))
+                out.append(b"")
+                continue
+            name = method_parts.get(method)
+            if name is None:
+                name = method_part(method)
+            params = message.params
+            if not params:
+                params = _NULL
+            session = _PARAMS
+            if session_of is not None:
+                if line.startswith(known_start):
+                    session = known_session
+                elif line.find(_SESSION_ID) >= 0:
+                    found, start = session_of(line, params)
+                    if found is not None:
+                        session = found
+                        if start is not None:
+                            known_start = start
+                            known_session = found
+            rid = message.id
+            if rid:
+                if not open_request:
+                    open_request = _OPEN_REQUEST + head + _PROTOCOL_ID
+                out.append(open_request)
+                out.append(rid)
+            else:
+                if not open_notification:
+                    open_notification = _OPEN_NOTIFICATION + head + _PROTOCOL
+                out.append(open_notification)
+            out.append(name)
+            out.append(session)
+            out.append(params)
+            out.append(_RAW)
+            out.append(line)
+            out.append(_CLOSE)
+            continue
+        rid = message.id
+        if rid:
+            error = message.error
+            if error:
+                if not open_response:
+                    open_response = _OPEN_RESPONSE + head + _ID
+                out.append(open_response)
+                out.append(rid)
+                out.append(_IS_ERROR)
+                out.append(error)
+                out.append(_RAW)
+                out.append(line)
+                out.append(_CLOSE)
+                continue
+            result = message.result
+            if result:
+                if not open_response:
+                    open_response = _OPEN_RESPONSE + head + _ID
+                out.append(open_response)
+                out.append(rid)
+                out.append(_IS_RESULT)
+                out.append(result)
+                out.append(_RAW)
+                out.append(line)
+                out.append(_CLOSE)
+                continue
+        odd.append(index)
+        odd.append(len(out))
+        out.append(b"")
+    return out

@@ -1,0 +1,122 @@
+"""Trace events joined from decoded heads (acp_fast/_core/_events_py.py)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from tests.helpers import CoreImpl
+
+HEAD = b'0.5,"wall":1.5,"direction":"out"'
+
+
+@dataclass
+class Head:
+    """What the trace writer decodes of a message: raw parts, b"" when absent."""
+
+    id: bytes = b""
+    method: str | None = None
+    params: bytes = b""
+    result: bytes = b""
+    error: bytes = b""
+
+
+def _method_part(method: str) -> bytes:
+    return b',"method":' + json.dumps(method).encode()
+
+
+def _join(core: CoreImpl, heads: list[Head], lines: list[bytes], session_of: Any = None):
+    odd: list[int] = []
+    cache: dict[str, bytes] = {}
+    pieces = core.join_events(
+        heads, lines, [HEAD] * len(lines), cache, _method_part, session_of, odd
+    )
+    return pieces, odd, cache
+
+
+def _events(pieces: list[bytes]) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in b"".join(pieces).splitlines()]
+
+
+def test_requests_notifications_and_answers_become_events(core: CoreImpl):
+    lines = [
+        b'{"id":1,"method":"a/b","params":{"x":1}}',
+        b'{"method":"n"}',
+        b'{"id":"r","result":{"ok":true}}',
+        b'{"id":2,"error":{"code":-32800}}',
+    ]
+    heads = [
+        Head(id=b"1", method="a/b", params=b'{"x":1}'),
+        Head(method="n"),
+        Head(id=b'"r"', result=b'{"ok":true}'),
+        Head(id=b"2", error=b'{"code":-32800}'),
+    ]
+    pieces, odd, cache = _join(core, heads, lines)
+    assert odd == []
+    common = {"ts": 0.5, "wall": 1.5, "direction": "out"}
+    assert _events(pieces) == [
+        {"type": "request", **common, "protocol": "acp", "id": 1, "method": "a/b",
+         "params": {"x": 1}, "raw": json.loads(lines[0])},
+        {"type": "notification", **common, "protocol": "acp", "method": "n",
+         "params": None, "raw": json.loads(lines[1])},
+        {"type": "response", **common, "id": "r", "is_error": False,
+         "payload": {"ok": True}, "raw": json.loads(lines[2])},
+        {"type": "response", **common, "id": 2, "is_error": True,
+         "payload": {"code": -32800}, "raw": json.loads(lines[3])},
+    ]  # fmt: skip
+    # The method's part comes from the cache the caller keeps; it is not
+    # filled here (method_part does that, with its own bound).
+    assert cache == {}
+
+
+def test_envelopes_and_odd_messages_are_left_to_the_caller(core: CoreImpl):
+    lines = [
+        b'{"method":"_proxy/successor","params":{}}',
+        b'{"id":1,"result":{}}',
+        b'{"method":"mcp/message","params":{}}',
+        b'{"id":3}',
+    ]
+    heads = [
+        Head(method="_proxy/successor", params=b"{}"),
+        Head(id=b"1", result=b"{}"),
+        Head(method="mcp/message", params=b"{}"),
+        Head(id=b"3"),
+    ]
+    pieces, odd, _ = _join(core, heads, lines)
+    # (message index, position of its placeholder) pairs, in order.
+    assert odd[0::2] == [0, 2, 3]
+    assert all(pieces[at] == b"" for at in odd[1::2])
+    for index, at in zip(odd[0::2], odd[1::2], strict=True):
+        pieces[at] = b'{"odd":%d}\n' % index
+    events = _events(pieces)
+    assert [e.get("odd") for e in events] == [0, None, 2, 3]
+    assert events[1]["type"] == "response"
+
+
+def test_a_session_is_asked_for_once_per_run_of_lines_that_start_alike(core: CoreImpl):
+    start = b'{"method":"u","params":{"sessionId":"s"'
+    lines = [start + b',"n":%d}}' % i for i in range(3)]
+    lines.append(b'{"method":"u","params":{"sessionId":"t"}}')
+    heads = [Head(method="u", params=line[len(b'{"method":"u","params":') : -1]) for line in lines]
+    asked: list[bytes] = []
+
+    def session_of(line: bytes, params: Any) -> tuple[bytes | None, bytes | None]:
+        asked.append(line)
+        session = json.loads(bytes(params))["sessionId"]
+        part = b',"session":' + json.dumps(session).encode() + b',"params":'
+        return part, (start if session == "s" else None)
+
+    pieces, odd, _ = _join(core, heads, lines, session_of)
+    assert odd == []
+    assert asked == [lines[0], lines[3]]
+    assert [e["session"] for e in _events(pieces)] == ["s", "s", "s", "t"]
+
+
+def test_a_session_that_cannot_be_told_leaves_the_params_alone(core: CoreImpl):
+    lines = [b'{"method":"u","params":{"sessionId":7}}']
+    heads = [Head(method="u", params=b'{"sessionId":7}')]
+    pieces, _, _ = _join(core, heads, lines, lambda line, params: (None, None))
+    (event,) = _events(pieces)
+    assert "session" not in event
+    assert event["params"] == {"sessionId": 7}
