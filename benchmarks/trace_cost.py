@@ -9,7 +9,8 @@ untraced and traced to a file, interleaved round by round. Each run reports
 its operations, wall time and the CPU time of the whole process (the trace
 writer thread included). The table gives, per workload, the best CPU time per
 operation and the best rate of each variant, and traced/untraced ratios
-within each build. With ``--python``, that interpreter's acp_fast runs in the
+within each build: of those bests, and the median over the rounds of each
+round's own two runs. With ``--python``, that interpreter's acp_fast runs in the
 same rounds as a second build (e.g. another checkout's virtualenv), so two
 versions are compared in one run.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -100,7 +102,8 @@ def _run(
     out = subprocess.run(
         command, env=env, check=True, capture_output=True, text=True, cwd=cwd
     ).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    result: dict[str, float] = json.loads(out.strip().splitlines()[-1])
+    return result
 
 
 def main() -> int:
@@ -115,11 +118,15 @@ def main() -> int:
     args = parser.parse_args()
     pythons = [sys.executable, *args.python]
     best: dict[tuple[str, bool, str], dict[str, float]] = {}
+    # Each round's traced/untraced ratios from its two adjacent runs: their
+    # median is steadier than a ratio of bests when the machine drifts.
+    paired: dict[tuple[str, str], list[tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory() as directory, tempfile.TemporaryDirectory() as cwd:
         for round_number in range(args.rounds):
             for kind, concurrency in WORKLOADS:
                 name = f"{kind}:{concurrency}" if kind == "rt" else kind
                 for python in pythons if round_number % 2 == 0 else pythons[::-1]:
+                    this_round: dict[bool, tuple[float, float]] = {}
                     for traced in (False, True) if round_number % 2 == 0 else (True, False):
                         result = _run(
                             python, directory if traced else None, kind, concurrency, args, cwd
@@ -132,18 +139,27 @@ def main() -> int:
                         seen = best.setdefault(key, {"cpu": cpu, "rate": rate})
                         seen["cpu"] = min(seen["cpu"], cpu)
                         seen["rate"] = max(seen["rate"], rate)
+                        this_round[traced] = (cpu, rate)
+                    (cpu_on, rate_on), (cpu_off, rate_off) = this_round[True], this_round[False]
+                    paired.setdefault((python, name), []).append(
+                        (cpu_on / cpu_off, rate_off / rate_on)
+                    )
             print(f"round {round_number + 1}/{args.rounds} done", file=sys.stderr)
     print(f"backend {args.backend}, core {'py' if args.pure else 'default'}, best of {args.rounds}")
     print(
         f"{'build':<40} {'workload':<8} {'us/op off':>9} {'us/op on':>9} {'cpu x':>6} {'rate x':>6}"
+        f" {'median of pairs: cpu x':>22} {'rate x':>6}"
     )
     for python in pythons:
         for kind, concurrency in WORKLOADS:
             name = f"{kind}:{concurrency}" if kind == "rt" else kind
             off, on = best[(python, False, name)], best[(python, True, name)]
+            pairs = paired[(python, name)]
             print(
                 f"{python[-40:]:<40} {name:<8} {off['cpu'] * 1e6:9.2f} {on['cpu'] * 1e6:9.2f} "
                 f"{on['cpu'] / off['cpu']:6.2f} {off['rate'] / on['rate']:6.2f}"
+                f" {statistics.median(c for c, _ in pairs):22.2f}"
+                f" {statistics.median(r for _, r in pairs):6.2f}"
             )
     if len(pythons) > 1:
         print("untraced, CPU per op against the first build:")

@@ -5,7 +5,7 @@ cimport cython
 @cython.locals(
     out=list, index=Py_ssize_t, count=Py_ssize_t, line=bytes, head=bytes,
     known_start=bytes, known_session=bytes, last_head=bytes,
-    open_request=bytes, open_notification=bytes, open_response=bytes,
+    open_request=bytes, open_notification=bytes, open_response=bytes, shared=bint,
 )
 cpdef list join_events(
     list messages, list lines, list heads, dict method_parts, object method_part,

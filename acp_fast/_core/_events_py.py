@@ -79,6 +79,7 @@ def join_events(
     # An entry's messages share its head: each kind's opening (type, the
     # head, what follows it) is joined once per entry, when first needed.
     last_head = b""
+    shared = False
     open_request = open_notification = open_response = b""
     count = len(lines)
     for index in range(count):
@@ -88,6 +89,8 @@ def join_events(
         if head is not last_head:
             last_head = head
             open_request = open_notification = open_response = b""
+            # Joined openings pay off only for an entry of several messages.
+            shared = index + 1 < count and heads[index + 1] is head
         method = message.method
         if method is not None:
             if method == _SUCCESSOR or method == _MCP_MESSAGE:
@@ -114,46 +117,44 @@ def join_events(
                             known_session = found
             rid = message.id
             if rid:
-                if not open_request:
-                    open_request = _OPEN_REQUEST + head + _PROTOCOL_ID
-                out.append(open_request)
-                out.append(rid)
+                if not shared:
+                    out.extend((_OPEN_REQUEST, head, _PROTOCOL_ID, rid))
+                else:
+                    if not open_request:
+                        open_request = _OPEN_REQUEST + head + _PROTOCOL_ID
+                    out.extend((open_request, rid))
             else:
-                if not open_notification:
-                    open_notification = _OPEN_NOTIFICATION + head + _PROTOCOL
-                out.append(open_notification)
-            out.append(name)
-            out.append(session)
-            out.append(params)
-            out.append(_RAW)
-            out.append(line)
-            out.append(_CLOSE)
+                if not shared:
+                    out.extend((_OPEN_NOTIFICATION, head, _PROTOCOL))
+                else:
+                    if not open_notification:
+                        open_notification = _OPEN_NOTIFICATION + head + _PROTOCOL
+                    out.append(open_notification)
+            out.extend((name, session, params, _RAW, line, _CLOSE))
             continue
         rid = message.id
         if rid:
             error = message.error
             if error:
-                if not open_response:
-                    open_response = _OPEN_RESPONSE + head + _ID
-                out.append(open_response)
-                out.append(rid)
-                out.append(_IS_ERROR)
-                out.append(error)
-                out.append(_RAW)
-                out.append(line)
-                out.append(_CLOSE)
+                if not shared:
+                    out.extend(
+                        (_OPEN_RESPONSE, head, _ID, rid, _IS_ERROR, error, _RAW, line, _CLOSE)
+                    )
+                else:
+                    if not open_response:
+                        open_response = _OPEN_RESPONSE + head + _ID
+                    out.extend((open_response, rid, _IS_ERROR, error, _RAW, line, _CLOSE))
                 continue
             result = message.result
             if result:
-                if not open_response:
-                    open_response = _OPEN_RESPONSE + head + _ID
-                out.append(open_response)
-                out.append(rid)
-                out.append(_IS_RESULT)
-                out.append(result)
-                out.append(_RAW)
-                out.append(line)
-                out.append(_CLOSE)
+                if not shared:
+                    out.extend(
+                        (_OPEN_RESPONSE, head, _ID, rid, _IS_RESULT, result, _RAW, line, _CLOSE)
+                    )
+                else:
+                    if not open_response:
+                        open_response = _OPEN_RESPONSE + head + _ID
+                    out.extend((open_response, rid, _IS_RESULT, result, _RAW, line, _CLOSE))
                 continue
         odd.append(index)
         odd.append(len(out))

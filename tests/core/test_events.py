@@ -120,3 +120,17 @@ def test_a_session_that_cannot_be_told_leaves_the_params_alone(core: CoreImpl):
     (event,) = _events(pieces)
     assert "session" not in event
     assert event["params"] == {"sessionId": 7}
+
+
+def test_an_entry_of_one_message_and_one_of_many_give_the_same_events(core: CoreImpl):
+    lines = [b'{"id":1,"method":"m"}', b'{"method":"n"}', b'{"id":1,"result":{}}']
+    heads = [Head(id=b"1", method="m"), Head(method="n"), Head(id=b"1", result=b"{}")]
+    # One head object per message (an entry each), then one shared by all.
+    alone = [bytes(bytearray(HEAD)) for _ in lines]
+    shared = [HEAD] * len(lines)
+    joined = [
+        b"".join(core.join_events(heads, lines, entry_heads, {}, _method_part, None, []))
+        for entry_heads in (alone, shared)
+    ]
+    assert joined[0] == joined[1]
+    assert len(joined[0].splitlines()) == 3
