@@ -32,6 +32,20 @@ def test_pure_core_is_selected_by_the_environment():
     assert out.stdout.split() == ["py", "acp_fast._core._framing_py"]
 
 
+def test_a_missing_compiled_module_falls_back_to_the_pure_core_whole():
+    # A build older than one of the modules (or one that compiled only some)
+    # must still import: the whole core is then the pure one.
+    code = (
+        "import sys; sys.modules['acp_fast._core._events_c'] = None;"
+        "import acp_fast, acp_fast._core as c;"
+        "print(c.IMPLEMENTATION, c.join_events.__module__, c.LineBuffer.__module__)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env={"PATH": ""}, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == ["py", "acp_fast._core._events_py", "acp_fast._core._framing_py"]
+
+
 def test_zero_means_no(monkeypatch):
     code = "import acp_fast._core as c; print(c.NO_EXTENSIONS)"
     env = {"ACP_FAST_NO_EXTENSIONS": "0", "PATH": ""}

@@ -593,6 +593,8 @@ class TraceWriter:
         oversized: int | None = None,
     ) -> None:
         """Take one message; never blocks (drops it when the queue is full)."""
+        if type(data) is not bytes:  # a bytearray, a memoryview, a subclass
+            data = bytes(data)
         ends = _entry_ends(direction, hop, sender, receiver)
         if oversized is not None:
             self._put(ends, bytes(data), OVERSIZED, oversized, len(data))
@@ -800,6 +802,8 @@ class HopRecorder(Observer, WireRecorder):
 
     def on_message(self, direction: str, data: bytes, oversized: int | None = None) -> None:
         # Only for callers of their own: a connection uses record_in/out.
+        if type(data) is not bytes:  # a bytearray, a memoryview, a subclass
+            data = bytes(data)
         if direction is INCOMING:
             if oversized is not None:
                 self._put(self._in, bytes(data), OVERSIZED, oversized, len(data))

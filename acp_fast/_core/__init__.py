@@ -115,7 +115,8 @@ else:
         from ._requests_c import IncomingRequest, OutgoingRequest, RequestTable
 
         IMPLEMENTATION = "c"
-    except ImportError:  # pragma: no cover - a pure install
+    except ImportError:  # a pure install (or a build older than a module)
+        from ._events_py import join_events
         from ._framing_py import LineBuffer, OversizedLine
         from ._messages_py import (
             classify,

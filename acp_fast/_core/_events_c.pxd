@@ -1,10 +1,12 @@
 # Cython declarations that compile _events_py.py as acp_fast._core._events_c.
+# A line (and the start of lines known to name a session, cut from one)
+# stays an object: the trace writer takes any bytes-like message.
 
 cimport cython
 
 @cython.locals(
-    out=list, index=Py_ssize_t, count=Py_ssize_t, line=bytes, head=bytes,
-    known_start=bytes, known_session=bytes, last_head=bytes,
+    out=list, index=Py_ssize_t, count=Py_ssize_t, head=bytes,
+    known_session=bytes, last_head=bytes,
     open_request=bytes, open_notification=bytes, open_response=bytes, shared=bint,
 )
 cpdef list join_events(

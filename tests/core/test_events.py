@@ -11,6 +11,10 @@ from tests.helpers import CoreImpl
 HEAD = b'0.5,"wall":1.5,"direction":"out"'
 
 
+class _Line(bytes):
+    """A caller's own bytes type."""
+
+
 @dataclass
 class Head:
     """What the trace writer decodes of a message: raw parts, b"" when absent."""
@@ -134,3 +138,16 @@ def test_an_entry_of_one_message_and_one_of_many_give_the_same_events(core: Core
     ]
     assert joined[0] == joined[1]
     assert len(joined[0].splitlines()) == 3
+
+
+def test_lines_of_any_bytes_like_type_are_joined(core: CoreImpl):
+    start = b'{"method":"u","params":{"sessionId":"s"'
+    lines = [bytearray(start + b',"n":1}}'), _Line(start + b',"n":2}}')]
+    heads = [Head(method="u", params=b'{"sessionId":"s"}')] * 2
+
+    def session_of(line: Any, params: Any) -> tuple[bytes | None, bytes | None]:
+        return b',"session":"s","params":', bytes(line)[: len(start)]
+
+    pieces, odd, _ = _join(core, heads, lines, session_of)
+    assert odd == []
+    assert [e["raw"]["params"]["n"] for e in _events(pieces)] == [1, 2]

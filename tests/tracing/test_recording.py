@@ -214,6 +214,26 @@ def test_lines_that_are_not_messages_are_recorded_as_they_are(tmp_path: Path):
     assert events[3]["raw"]["method"] == "_proxy/successor"
 
 
+class _Line(bytes):
+    """A caller's own bytes type."""
+
+
+def test_messages_of_any_bytes_like_type_are_recorded(tmp_path: Path):
+    path = tmp_path / "types.jsons"
+    writer = acp.TraceWriter(path)
+    update = b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","n":%d}}'
+    writer.record("out", "h", "Agent", "Client", b'{"jsonrpc":"2.0","id":1,"result":{}}')
+    writer.record("out", "h", "Agent", "Client", bytearray(update % 1))
+    writer.record("out", "h", "Agent", "Client", _Line(update % 2))
+    writer.record("out", "h", "Agent", "Client", memoryview(update % 3))
+    writer.close()
+    events, summary = read_trace(path)
+    assert [e["type"] for e in events] == ["response"] + ["notification"] * 3
+    assert [e["raw"]["params"]["n"] for e in events[1:]] == [1, 2, 3]
+    assert all(e["session"] == "s" for e in events[1:])
+    assert summary["recorded"] == 4 and summary["dropped"] == 0
+
+
 async def test_acp_fast_trace_sits_between_editor_and_agent(anyio_backend: str, tmp_path: Path):
     path = tmp_path / "tap.jsons"
     seen = Recording()
