@@ -29,7 +29,12 @@ from typing import Any, cast
 
 import msgspec
 
-from .._core import join_events
+from .._core import FORM_LINES as LINES
+from .._core import FORM_ONE as ONE
+from .._core import FORM_OVERSIZED as OVERSIZED
+from .._core import FORM_READ as READ
+from .._core import FORM_WRITTEN as WRITTEN
+from .._core import entry_lines, join_events
 from .observe import INCOMING, OUTGOING, Observer, WireRecorder
 
 __all__ = ("HopRecorder", "TraceSink", "TraceWriter", "build_event", "encode_event")
@@ -295,12 +300,8 @@ def _method_part(method: str) -> bytes:
 # direction, hop and ends (after a comma, as they follow "wall"), then the
 # four as given. Every message of an entry has the entry's time.
 Item = tuple[float, tuple[bytes, str, str, str, str], Any, int, int, int]
-# The forms of an entry's data.
-LINES = 0  # the lines of one read, joined by newlines (none at the end)
-WRITTEN = 1  # whole messages, each with its newline
-ONE = 2  # one message
-OVERSIZED = 3  # the first bytes of an incoming line over the size limit
-READ = 4  # the list of lines the framer made of one read (bytes or OversizedLine)
+# The forms of an entry's data: LINES, WRITTEN, ONE, OVERSIZED and READ
+# (acp_fast/_core/_constants.py).
 
 
 def _lines_of(data: Any, form: int) -> list[Any]:
@@ -332,8 +333,7 @@ def encode_batch(items: list[Item], start: float, start_wall: float) -> bytes:
     return _encode_batch(items, start, start_wall)[0]
 
 
-# The pieces of an entry's head (the events' own pieces: _core/_events_py.py).
-_WALL = b',"wall":'
+# Pieces this module looks for or adds (the events' own: _core/_events_py.py).
 _SESSION_ID = b'"sessionId"'
 _PARAMS = b',"params":'
 
@@ -355,31 +355,8 @@ def _encode_batch(items: list[Item], start: float, start_wall: float) -> tuple[b
     heads: list[bytes] = []
     lines: list[bytes] = []
     bounds: list[int] = []  # where each entry's lines end in ``lines``
-    join = b"".join
-    for item, ts, wall in zip(items, ts_list, wall_list, strict=True):
-        form = item[3]
-        data = item[2]
-        head = join((ts, _WALL, wall, item[1][0]))
-        if form == READ:
-            payload = data
-        elif form == WRITTEN:
-            payload = data.split(b"\n")
-            if not payload[-1]:
-                payload.pop()
-        elif form == ONE:
-            payload = [data]
-        elif form == LINES:
-            payload = data.split(b"\n")
-        else:
-            lines = []  # an oversized line, not a message: the slow path
-            break
-        if len(payload) == 1:
-            lines.append(payload[0])
-            heads.append(head)
-        else:
-            lines += payload
-            heads += [head] * len(payload)
-        bounds.append(len(lines))
+    if not entry_lines(items, ts_list, wall_list, heads, lines, bounds):
+        lines = []  # an oversized line, not a message: the slow path
     joined = b""
     try:
         # (An oversized line in a read is not bytes: TypeError.)

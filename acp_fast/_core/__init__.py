@@ -27,6 +27,11 @@ from ._constants import (
     ARMED,
     DISARMED,
     ERROR_RESPONSE,
+    FORM_LINES,
+    FORM_ONE,
+    FORM_OVERSIZED,
+    FORM_READ,
+    FORM_WRITTEN,
     INVALID_CALL,
     INVALID_RESPONSE,
     MISSING,
@@ -49,6 +54,11 @@ __all__ = (
     "ARMED",
     "DISARMED",
     "ERROR_RESPONSE",
+    "FORM_LINES",
+    "FORM_ONE",
+    "FORM_OVERSIZED",
+    "FORM_READ",
+    "FORM_WRITTEN",
     "IMPLEMENTATION",
     "INVALID_CALL",
     "INVALID_RESPONSE",
@@ -74,6 +84,7 @@ __all__ = (
     "RequestTable",
     "classify",
     "classify_envelope",
+    "entry_lines",
     "is_valid_id",
     "join_events",
     "params_head_of",
@@ -87,7 +98,7 @@ NO_EXTENSIONS: bool = (
 )
 
 if TYPE_CHECKING or NO_EXTENSIONS:
-    from ._events_py import join_events
+    from ._events_py import entry_lines, join_events
     from ._framing_py import LineBuffer, OversizedLine
     from ._messages_py import (
         classify,
@@ -102,7 +113,7 @@ if TYPE_CHECKING or NO_EXTENSIONS:
     IMPLEMENTATION = "py"
 else:
     try:
-        from ._events_c import join_events
+        from ._events_c import entry_lines, join_events
         from ._framing_c import LineBuffer, OversizedLine
         from ._messages_c import (
             classify,
@@ -116,7 +127,7 @@ else:
 
         IMPLEMENTATION = "c"
     except ImportError:  # a pure install (or a build older than a module)
-        from ._events_py import join_events
+        from ._events_py import entry_lines, join_events
         from ._framing_py import LineBuffer, OversizedLine
         from ._messages_py import (
             classify,

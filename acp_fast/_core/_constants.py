@@ -78,3 +78,11 @@ UNSETTLED: Final = 0
 SETTLED_OK: Final = 1  # the peer's result
 SETTLED_ERROR: Final = 2  # the peer's error, or a local failure (EOF, ...)
 SETTLED_LOST: Final = 3  # the response can never arrive ("never received")
+
+# The forms of a trace entry's data (an entry is one read, one write, or one
+# message given to the trace writer: _events_py, acp_fast/_async/trace.py).
+FORM_LINES: Final = 0  # the lines of one read, joined by newlines (none at the end)
+FORM_WRITTEN: Final = 1  # whole messages, each with its newline
+FORM_ONE: Final = 2  # one message
+FORM_OVERSIZED: Final = 3  # the first bytes of an incoming line over the size limit
+FORM_READ: Final = 4  # the lines the framer made of one read (bytes or OversizedLine)

@@ -13,3 +13,11 @@ cpdef list join_events(
     list messages, list lines, list heads, dict method_parts, object method_part,
     object session_of, list odd,
 )
+
+@cython.locals(
+    read=int, written=int, one=int, joined_lines=int, form=int, count=Py_ssize_t,
+    index=Py_ssize_t, item=tuple, head=bytes, payload=list,
+)
+cpdef bint entry_lines(
+    list items, list ts_list, list wall_list, list heads, list lines, list bounds,
+)

@@ -1,5 +1,9 @@
 # Trace events of a batch of messages, joined from pieces (docs/tracing.md).
 #
+# entry_lines() lays a batch of the trace writer's entries (one read, one
+# write, or one message each) out as one list of lines, each with its
+# entry's head; join_events() then makes the events.
+#
 # The trace writer (acp_fast/_async/trace.py) decodes the heads of a batch's
 # messages in one call and hands them here with each message's raw line and
 # its entry's head (the encoded "ts", "wall" and ends). For each message this
@@ -34,6 +38,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ._constants import FORM_LINES, FORM_ONE, FORM_READ, FORM_WRITTEN
+
 _SUCCESSOR = "_proxy/successor"
 _MCP_MESSAGE = "mcp/message"
 
@@ -50,6 +56,63 @@ _RAW = b',"raw":'
 _CLOSE = b"}\n"
 _NULL = b"null"
 _SESSION_ID = b'"sessionId"'
+
+_WALL = b',"wall":'
+
+
+def entry_lines(
+    items: list[Any],
+    ts_list: list[bytes],
+    wall_list: list[bytes],
+    heads: list[bytes],
+    lines: list[Any],
+    bounds: list[int],
+) -> bool:
+    """Each entry's messages as lines, with their entry's head.
+
+    ``items`` are the writer's entries: (clock, ends, data, form, ...), with
+    ``ends[0]`` the encoded ends that follow "wall"; ``ts_list[i]`` and
+    ``wall_list[i]`` are entry i's times, encoded. Appends each message's
+    line to ``lines`` and its entry's head (``ts``, ``wall``, ends) to
+    ``heads``, the same object for all messages of an entry, and where each
+    entry's lines end to ``bounds``. False at the first entry of another
+    form (an oversized line, which is not a message): the caller then
+    encodes entry by entry.
+    """
+    read = FORM_READ
+    written = FORM_WRITTEN
+    one = FORM_ONE
+    joined_lines = FORM_LINES
+    count = len(items)
+    for index in range(count):
+        item = items[index]
+        form = item[3]
+        data = item[2]
+        head = b"".join((ts_list[index], _WALL, wall_list[index], item[1][0]))
+        if form == read:
+            payload = data
+        elif form == written:
+            payload = data.split(b"\n")
+            if not payload[-1]:
+                payload.pop()
+        elif form == one:
+            lines.append(data)
+            heads.append(head)
+            bounds.append(len(lines))
+            continue
+        elif form == joined_lines:
+            payload = data.split(b"\n")
+        else:
+            return False
+        if len(payload) == 1:
+            lines.append(payload[0])
+            heads.append(head)
+        else:
+            lines.extend(payload)
+            heads.extend([head] * len(payload))
+        bounds.append(len(lines))
+    return True
+
 
 # session_of(line, params) -> (the ',"session":..,"params":' part or None,
 # the start of lines known to name that session, or None).

@@ -151,3 +151,32 @@ def test_lines_of_any_bytes_like_type_are_joined(core: CoreImpl):
     pieces, odd, _ = _join(core, heads, lines, session_of)
     assert odd == []
     assert [e["raw"]["params"]["n"] for e in _events(pieces)] == [1, 2]
+
+
+def test_entries_are_laid_out_as_lines_each_with_its_entry_head(core: CoreImpl):
+    from acp_fast._core import FORM_LINES, FORM_ONE, FORM_OVERSIZED, FORM_READ, FORM_WRITTEN
+
+    a, b, c = b'{"id":1}', b'{"id":2}', b'{"id":3}'
+    items = [
+        (0.0, (b",E0",), [a, b], FORM_READ, 0, 0),
+        (0.0, (b",E1",), a + b"\n" + b + b"\n", FORM_WRITTEN, 0, 0),
+        (0.0, (b",E2",), c, FORM_ONE, 0, 0),
+        (0.0, (b",E3",), a + b"\n" + c, FORM_LINES, 0, 0),
+        (0.0, (b",E4",), c + b"\n", FORM_WRITTEN, 0, 0),
+    ]
+    ts = [b"%d" % i for i in range(len(items))]
+    wall = [b"1%d" % i for i in range(len(items))]
+    heads: list[bytes] = []
+    lines: list[bytes] = []
+    bounds: list[int] = []
+    assert core.entry_lines(items, ts, wall, heads, lines, bounds)
+    assert lines == [a, b, a, b, c, a, c, c]
+    assert bounds == [2, 4, 5, 7, 8]
+    assert heads[0] is heads[1] and heads[2] is heads[3]  # one head object per entry
+    assert heads == [
+        b'0,"wall":10,E0', b'0,"wall":10,E0', b'1,"wall":11,E1', b'1,"wall":11,E1',
+        b'2,"wall":12,E2', b'3,"wall":13,E3', b'3,"wall":13,E3', b'4,"wall":14,E4',
+    ]  # fmt: skip
+    # An oversized line is not a message: the caller takes the slow path.
+    oversized = [*items[:1], (0.0, (b",E5",), b'{"id":', FORM_OVERSIZED, 99, 6)]
+    assert not core.entry_lines(oversized, ts, wall, [], [], [])
