@@ -2,6 +2,7 @@
 
     python benchmarks/trace_cost.py [--rounds 4] [--seconds 1] [--backend trio]
     python benchmarks/trace_cost.py --python OTHER/.venv/bin/python   # two builds
+    python benchmarks/trace_cost.py --instructions [--python OTHER/...]  # callgrind
 
 Runs the `acp-fast bench` workloads over a socketpair (the client and the
 bench agent in one process, only the client traced) in fresh processes,
@@ -13,6 +14,13 @@ within each build: of those bests, and the median over the rounds of each
 round's own two runs. With ``--python``, that interpreter's acp_fast runs in the
 same rounds as a second build (e.g. another checkout's virtualenv), so two
 versions are compared in one run.
+
+``--instructions`` counts instead of timing: each workload runs a fixed
+number of operations under ``valgrind --tool=callgrind`` (every thread of
+the process), twice with different counts so that start-up cancels out,
+and the table gives instructions per operation, untraced and traced, and
+their ratio. The count does not move with the machine's load; it does not
+see the cache or the kernel.
 """
 
 from __future__ import annotations
@@ -76,6 +84,104 @@ anyio.run(main, backend=backend)
 """
 
 
+_COUNTED_CHILD = r"""
+import sys
+import anyio
+from acp_fast._bench import _fast
+from acp_fast._bench._common import ECHO, SESSION_ID, STREAM, STREAM_BURST
+import acp_fast as acp
+
+kind, concurrency, total, backend = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+
+async def main():
+    counter = _fast.Counter()
+    async with _fast.connected("socket", backend, counter) as cx:
+        async def caller(n):
+            for i in range(n):
+                await cx.send_request(acp.UntypedMessage(ECHO, {"i": i}))
+        async def streamer():
+            while counter.received() < total:
+                expected = counter.received() + STREAM_BURST
+                await cx.send_request(acp.UntypedMessage(STREAM, {"sessionId": SESSION_ID, "n": STREAM_BURST}))
+                while counter.received() < expected:
+                    await anyio.sleep(0.0002)
+        async with anyio.create_task_group() as group:
+            if kind == "rt":
+                for _ in range(concurrency):
+                    group.start_soon(caller, total // concurrency)
+            else:
+                group.start_soon(streamer)
+
+anyio.run(main, backend=backend)
+"""
+# Operations per counted run (the second run does twice as many).
+_COUNTS = {"rt:1": 1000, "rt:64": 6400, "notify": 20000}
+
+
+def _instructions(
+    python: str,
+    traced: str | None,
+    kind: str,
+    concurrency: int,
+    total: int,
+    args: argparse.Namespace,
+    cwd: str,
+) -> int:
+    """Instructions of one counted run, every thread of the process."""
+    env = dict(os.environ)
+    env.pop("ACP_FAST_BENCH_TRACE_DIR", None)
+    if traced is not None:
+        env["ACP_FAST_BENCH_TRACE_DIR"] = traced
+    if args.pure:
+        env["ACP_FAST_NO_EXTENSIONS"] = "1"
+    out_file = os.path.join(cwd, "callgrind.out")
+    command = [
+        "valgrind",
+        "--tool=callgrind",
+        f"--callgrind-out-file={out_file}",
+        python,
+        "-c",
+        _COUNTED_CHILD,
+        kind,
+        str(concurrency),
+        str(total),
+        args.backend,
+    ]
+    subprocess.run(command, env=env, check=True, capture_output=True, cwd=cwd)
+    try:
+        with open(out_file) as counts:
+            for line in counts:
+                if line.startswith(("summary:", "totals:")):
+                    return int(line.split()[1])
+    finally:
+        os.unlink(out_file)
+    raise RuntimeError("callgrind wrote no total")
+
+
+def instructions_table(args: argparse.Namespace, pythons: list[str]) -> None:
+    print(f"backend {args.backend}, core {'py' if args.pure else 'default'}, callgrind")
+    print(f"{'build':<40} {'workload':<8} {'Ir/op off':>10} {'Ir/op on':>10} {'ratio':>6}")
+    with tempfile.TemporaryDirectory() as directory, tempfile.TemporaryDirectory() as cwd:
+        for python in pythons:
+            for kind, concurrency in WORKLOADS:
+                name = f"{kind}:{concurrency}" if kind == "rt" else kind
+                small = _COUNTS[name]
+                per_op = []
+                for traced in (None, directory):
+                    low, high = (
+                        _instructions(python, traced, kind, concurrency, total, args, cwd)
+                        for total in (small, 2 * small)
+                    )
+                    for entry in os.listdir(directory):
+                        os.unlink(os.path.join(directory, entry))
+                    per_op.append((high - low) / small)
+                print(
+                    f"{python[-40:]:<40} {name:<8} {per_op[0]:10.0f} {per_op[1]:10.0f} "
+                    f"{per_op[1] / per_op[0]:6.3f}",
+                    flush=True,
+                )
+
+
 def _run(
     python: str, traced: str | None, kind: str, concurrency: int, args: argparse.Namespace, cwd: str
 ) -> dict[str, float]:
@@ -115,8 +221,14 @@ def main() -> int:
     parser.add_argument("--backend", default="asyncio", choices=("asyncio", "trio"))
     parser.add_argument("--pure", action="store_true", help="the pure-Python core")
     parser.add_argument("--cpu", help="taskset -c CPUS for every run (e.g. 0, or 0,1)")
+    parser.add_argument(
+        "--instructions", action="store_true", help="count instructions with callgrind instead"
+    )
     args = parser.parse_args()
     pythons = [sys.executable, *args.python]
+    if args.instructions:
+        instructions_table(args, pythons)
+        return 0
     best: dict[tuple[str, bool, str], dict[str, float]] = {}
     # Each round's traced/untraced ratios from its two adjacent runs: their
     # median is steadier than a ratio of bests when the machine drifts.
