@@ -5,14 +5,15 @@ library (not anyio, not the schema): the async layer owns every future, event
 and task, and hands the core opaque slots to carry them.
 
 Each hot module is written once as typed Python (``_framing_py``,
-``_messages_py``, ``_requests_py``, ``_events_py``) and compiled by Cython from that same
-source as ``_framing_c`` and friends. This module picks one implementation for
-the whole process:
+``_messages_py``, ``_requests_py``, ``_events_py``) and compiled by Cython
+from that same source as ``_framing_c`` and friends. This module picks one
+implementation for the whole process:
 
 * ``ACP_FAST_NO_EXTENSIONS`` set to anything but "" or "0" selects the pure
   Python modules (the only place that variable is read);
-* otherwise the compiled modules, falling back to pure Python when they were
-  not built (a pure install, or another Python implementation).
+* otherwise the compiled modules, falling back to pure Python (all of it)
+  when any of them was not built (a pure install, another Python
+  implementation, or a build older than one of the modules).
 
 ``IMPLEMENTATION`` says which one is running: ``"c"`` or ``"py"``.
 """
