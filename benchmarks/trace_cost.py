@@ -3,6 +3,7 @@
     python benchmarks/trace_cost.py [--rounds 4] [--seconds 1] [--backend trio]
     python benchmarks/trace_cost.py --python OTHER/.venv/bin/python   # two builds
     python benchmarks/trace_cost.py --instructions [--python OTHER/...]  # callgrind
+    python benchmarks/trace_cost.py --encode [--pure]   # the encoding alone, callgrind
 
 Runs the `acp-fast bench` workloads over a socketpair (the client and the
 bench agent in one process, only the client traced) in fresh processes,
@@ -19,8 +20,9 @@ versions are compared in one run.
 number of operations under ``valgrind --tool=callgrind`` (every thread of
 the process), twice with different counts so that start-up cancels out,
 and the table gives instructions per operation, untraced and traced, and
-their ratio. The count does not move with the machine's load; it does not
-see the cache or the kernel.
+their ratio. The count moves far less than a rate (the loop's waits still
+fall differently from run to run); it does not see the cache or the
+kernel.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ from acp_fast._bench._common import ECHO, SESSION_ID, STREAM, STREAM_BURST
 import acp_fast as acp
 
 kind, concurrency, warmup, seconds, backend = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+# A counted run (--instructions): this many operations, not timed.
+total = int(sys.argv[6]) if len(sys.argv) > 6 else 0
 
 async def main():
     counter = _fast.Counter()
@@ -52,13 +56,13 @@ async def main():
         async def caller():
             nonlocal done
             i = 0
-            while not stop:
+            share = total // concurrency if total else -1
+            while not stop and i != share:
                 await cx.send_request(acp.UntypedMessage(ECHO, {"i": i}))
                 done += 1
                 i += 1
         async def streamer():
-            nonlocal done
-            while not stop:
+            while not stop and (not total or counter.received() < total):
                 expected = counter.received() + STREAM_BURST
                 await cx.send_request(acp.UntypedMessage(STREAM, {"sessionId": SESSION_ID, "n": STREAM_BURST}))
                 while counter.received() < expected:
@@ -71,6 +75,8 @@ async def main():
             else:
                 group.start_soon(streamer)
                 count = counter.received
+            if total:
+                return
             await anyio.sleep(warmup)
             n0, w0, c0 = count(), time.perf_counter(), time.process_time()
             await anyio.sleep(seconds)
@@ -84,36 +90,59 @@ anyio.run(main, backend=backend)
 """
 
 
-_COUNTED_CHILD = r"""
-import sys
-import anyio
-from acp_fast._bench import _fast
-from acp_fast._bench._common import ECHO, SESSION_ID, STREAM, STREAM_BURST
-import acp_fast as acp
+_ENCODE_CHILD = r"""
+import sys, time
+from acp_fast._async import trace
+from acp_fast._async.observe import INCOMING, OUTGOING
 
-kind, concurrency, total, backend = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-
-async def main():
-    counter = _fast.Counter()
-    async with _fast.connected("socket", backend, counter) as cx:
-        async def caller(n):
-            for i in range(n):
-                await cx.send_request(acp.UntypedMessage(ECHO, {"i": i}))
-        async def streamer():
-            while counter.received() < total:
-                expected = counter.received() + STREAM_BURST
-                await cx.send_request(acp.UntypedMessage(STREAM, {"sessionId": SESSION_ID, "n": STREAM_BURST}))
-                while counter.received() < expected:
-                    await anyio.sleep(0.0002)
-        async with anyio.create_task_group() as group:
-            if kind == "rt":
-                for _ in range(concurrency):
-                    group.start_soon(caller, total // concurrency)
-            else:
-                group.start_soon(streamer)
-
-anyio.run(main, backend=backend)
+per_entry, rounds = int(sys.argv[1]), int(sys.argv[2])
+ends_in = trace._entry_ends(INCOMING, "client-agent", "Agent", "Client")
+ends_out = trace._entry_ends(OUTGOING, "client-agent", "Client", "Agent")
+items = []
+now = time.perf_counter()
+while len(items) < 256:  # alternate writes of requests and reads of answers
+    ids = range(len(items) * per_entry, (len(items) + 1) * per_entry)
+    requests = [b'{"jsonrpc":"2.0","id":%d,"method":"_bench/echo","params":{"i":%d}}' % (i, i) for i in ids]
+    answers = [b'{"jsonrpc":"2.0","id":%d,"result":{"i":%d}}' % (i, i) for i in ids]
+    items.append((now, ends_out, b"\n".join(requests) + b"\n", trace.WRITTEN, 0, 0))
+    items.append((now, ends_in, answers, trace.READ, 0, 0))
+for _ in range(rounds):
+    trace._encode_batch(items, now, 0.0)
 """
+
+
+def encode_table(args: argparse.Namespace, pythons: list[str]) -> None:
+    """Instructions per message of the trace's encoding, a batch of 256
+    entries of one or 32 messages each, under callgrind (no event loop)."""
+    print(f"core {'py' if args.pure else 'default'}, callgrind, instructions per message encoded")
+    env = dict(os.environ)
+    if args.pure:
+        env["ACP_FAST_NO_EXTENSIONS"] = "1"
+    with tempfile.TemporaryDirectory() as cwd:
+        out_file = os.path.join(cwd, "callgrind.out")
+        for python in pythons:
+            for per_entry in (1, 32):
+                totals = []
+                for rounds in (2, 12):
+                    command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}"]
+                    command += [python, "-c", _ENCODE_CHILD, str(per_entry), str(rounds)]
+                    subprocess.run(command, env=env, check=True, capture_output=True, cwd=cwd)
+                    totals.append(_callgrind_total(out_file))
+                per_message = (totals[1] - totals[0]) / (10 * 256 * per_entry)
+                print(f"{python[-40:]:<40} {per_entry:>2} per entry {per_message:8.0f}", flush=True)
+
+
+def _callgrind_total(out_file: str) -> int:
+    try:
+        with open(out_file) as counts:
+            for line in counts:
+                if line.startswith(("summary:", "totals:")):
+                    return int(line.split()[1])
+    finally:
+        os.unlink(out_file)
+    raise RuntimeError("callgrind wrote no total")
+
+
 # Operations per counted run (the second run does twice as many).
 _COUNTS = {"rt:1": 1000, "rt:64": 6400, "notify": 20000}
 
@@ -141,21 +170,16 @@ def _instructions(
         f"--callgrind-out-file={out_file}",
         python,
         "-c",
-        _COUNTED_CHILD,
+        _CHILD,
         kind,
         str(concurrency),
-        str(total),
+        "0",
+        "0",
         args.backend,
+        str(total),
     ]
     subprocess.run(command, env=env, check=True, capture_output=True, cwd=cwd)
-    try:
-        with open(out_file) as counts:
-            for line in counts:
-                if line.startswith(("summary:", "totals:")):
-                    return int(line.split()[1])
-    finally:
-        os.unlink(out_file)
-    raise RuntimeError("callgrind wrote no total")
+    return _callgrind_total(out_file)
 
 
 def instructions_table(args: argparse.Namespace, pythons: list[str]) -> None:
@@ -224,10 +248,16 @@ def main() -> int:
     parser.add_argument(
         "--instructions", action="store_true", help="count instructions with callgrind instead"
     )
+    parser.add_argument(
+        "--encode", action="store_true", help="instructions per message of the encoding alone"
+    )
     args = parser.parse_args()
     pythons = [sys.executable, *args.python]
     if args.instructions:
         instructions_table(args, pythons)
+        return 0
+    if args.encode:
+        encode_table(args, pythons)
         return 0
     best: dict[tuple[str, bool, str], dict[str, float]] = {}
     # Each round's traced/untraced ratios from its two adjacent runs: their

@@ -181,43 +181,36 @@ def join_events(
             rid = message.id
             if rid:
                 if not shared:
-                    out.extend((_OPEN_REQUEST, head, _PROTOCOL_ID, rid))
+                    out.extend((_OPEN_REQUEST, head, _PROTOCOL_ID))
                 else:
                     if not open_request:
                         open_request = _OPEN_REQUEST + head + _PROTOCOL_ID
-                    out.extend((open_request, rid))
+                    out.append(open_request)
+                out.append(rid)
+            elif not shared:
+                out.extend((_OPEN_NOTIFICATION, head, _PROTOCOL))
             else:
-                if not shared:
-                    out.extend((_OPEN_NOTIFICATION, head, _PROTOCOL))
-                else:
-                    if not open_notification:
-                        open_notification = _OPEN_NOTIFICATION + head + _PROTOCOL
-                    out.append(open_notification)
+                if not open_notification:
+                    open_notification = _OPEN_NOTIFICATION + head + _PROTOCOL
+                out.append(open_notification)
             out.extend((name, session, params, _RAW, line, _CLOSE))
             continue
         rid = message.id
         if rid:
-            error = message.error
-            if error:
+            # An error wins over a result (an answer has one of the two).
+            payload = message.error
+            is_error = _IS_ERROR
+            if not payload:
+                payload = message.result
+                is_error = _IS_RESULT
+            if payload:
                 if not shared:
-                    out.extend(
-                        (_OPEN_RESPONSE, head, _ID, rid, _IS_ERROR, error, _RAW, line, _CLOSE)
-                    )
+                    out.extend((_OPEN_RESPONSE, head, _ID))
                 else:
                     if not open_response:
                         open_response = _OPEN_RESPONSE + head + _ID
-                    out.extend((open_response, rid, _IS_ERROR, error, _RAW, line, _CLOSE))
-                continue
-            result = message.result
-            if result:
-                if not shared:
-                    out.extend(
-                        (_OPEN_RESPONSE, head, _ID, rid, _IS_RESULT, result, _RAW, line, _CLOSE)
-                    )
-                else:
-                    if not open_response:
-                        open_response = _OPEN_RESPONSE + head + _ID
-                    out.extend((open_response, rid, _IS_RESULT, result, _RAW, line, _CLOSE))
+                    out.append(open_response)
+                out.extend((rid, is_error, payload, _RAW, line, _CLOSE))
                 continue
         odd.append(index)
         odd.append(len(out))
