@@ -34,7 +34,7 @@ from .._core import FORM_ONE as ONE
 from .._core import FORM_OVERSIZED as OVERSIZED
 from .._core import FORM_READ as READ
 from .._core import FORM_WRITTEN as WRITTEN
-from .._core import entry_lines, join_events
+from .._core import EntryQueue, HopEntries, entry_lines, join_events
 from .observe import INCOMING, OUTGOING, Observer, WireRecorder
 
 __all__ = ("HopRecorder", "TraceSink", "TraceWriter", "build_event", "encode_event")
@@ -522,32 +522,30 @@ class TraceWriter:
     ) -> None:
         self._start = _clock()
         self._start_wall = time.time()
-        # The queue's bounds: entries (reads, writes, messages given to
-        # record) and their bytes, counted from recorded to written.
-        self._max_entries = max_events
-        self._max_bytes = max_bytes
         self.recorded = 0
-        self.dropped = 0
         self._closed = False
-        # Counters each written by one side only (the recording loop, or
-        # whoever holds _lock, or the writer thread), so that queued =
-        # enqueued - written needs no lock.
-        self._enqueued_entries = 0
-        self._enqueued_bytes = 0
-        self._encoded_bytes = 0  # under _lock
-        self._written_entries = 0
-        self._written_bytes = 0
-        # Entries not yet encoded (appended by the recording loop; taken
-        # from the front under _lock), and encoded batches not yet written
-        # (appended under _lock, so in the order of their entries):
-        # (lines, entries, bytes).
-        self._pending: list[Item] = []
+        # The entries (reads, writes, messages given to record), bounded in
+        # number and bytes from recorded to written; its pending list is
+        # appended to by the recording loop and taken from the front under
+        # _lock. Encoded batches not yet written are appended under _lock,
+        # so in the order of their entries: (lines, entries, bytes).
+        self._queue = EntryQueue(
+            max_events,
+            max_bytes,
+            _INLINE_ENTRIES,
+            _INLINE_BYTES,
+            _clock,
+            self._encode_pending,
+            self._record_now,
+            _count_messages,
+        )
+        self._pending: list[Item] = self._queue.pending
         self._encoded: collections.deque[tuple[bytes, int, int]] = collections.deque()
         self._lock = threading.Lock()
         self._callback: Callable[[dict[str, Any]], object] | None = None
         self._thread: threading.Thread | None = None
-        # True when _put must not queue: a callback, or closed.
-        self._sync = callable(sink)
+        # _put must not queue for a callback, nor once closed.
+        self._queue.sync = callable(sink)
         if callable(sink):
             self._callback = sink
             self._file = None
@@ -580,6 +578,11 @@ class TraceWriter:
             data = data[:-1]
         self._put(ends, data, ONE, 0, len(data))
 
+    @property
+    def dropped(self) -> int:
+        """Messages not recorded because the queue was full."""
+        return int(self._queue.dropped)
+
     def _put(
         self,
         ends: tuple[bytes, str, str, str, str],
@@ -588,26 +591,9 @@ class TraceWriter:
         oversized: int,
         size: int,
     ) -> None:
-        """Queue one entry (see ``Item``); never blocks. The per-read and
-        per-write path of a recorded connection (``HopRecorder``)."""
-        if self._sync:
-            self._record_now(ends, data, form, oversized)
-            return
-        if (
-            self._enqueued_entries - self._written_entries >= self._max_entries
-            or self._enqueued_bytes - self._written_bytes > self._max_bytes
-        ):
-            self.dropped += _count_messages(data, form)
-            return
-        self._enqueued_entries += 1
-        self._enqueued_bytes += size
-        pending = self._pending
-        pending.append((_clock(), ends, data, form, oversized, size))
-        if (
-            len(pending) >= _INLINE_ENTRIES
-            or self._enqueued_bytes - self._encoded_bytes >= _INLINE_BYTES
-        ):
-            self._encode_pending(False)
+        """Queue one entry (see ``Item``); never blocks. A connection's
+        reads and writes take the same path in the core (``HopRecorder``)."""
+        self._queue.put(ends, data, form, oversized, size)
 
     def _encode_pending(self, leftovers: bool) -> None:
         """Encode pending entries into batches for the writer thread.
@@ -642,7 +628,7 @@ class TraceWriter:
                     log.exception("trace events not written")
                     encoded, events = b"", 0
                 self.recorded += events
-                self._encoded_bytes += size
+                self._queue.encoded_bytes += size
                 self._encoded.append((encoded, count, size))
                 if not leftovers:
                     return
@@ -682,7 +668,7 @@ class TraceWriter:
                 self._write_pending(stopping, seen)
             except Exception:  # never stop writing the rest of the trace
                 log.exception("trace events not written")
-            seen = self._enqueued_entries
+            seen = self._queue.enqueued_entries
             if stopping:
                 return
 
@@ -694,7 +680,7 @@ class TraceWriter:
         oldest = self._pending[:1]
         if oldest and (
             stopping
-            or self._enqueued_entries == seen
+            or self._queue.enqueued_entries == seen
             or _clock() - oldest[0][0] > _LEFTOVER_SECONDS
         ):
             # Only entries the loop has stopped adding to, or old ones:
@@ -718,8 +704,9 @@ class TraceWriter:
             _write_all(self._file.fileno(), parts)
         finally:
             # Written or not, these no longer count against the bounds.
-            self._written_entries += entries
-            self._written_bytes += size
+            queue = self._queue
+            queue.written_entries += entries
+            queue.written_bytes += size
 
     def _summary(self) -> dict[str, Any]:
         now = _clock() - self._start
@@ -736,7 +723,7 @@ class TraceWriter:
         if self._closed:
             return
         self._closed = True
-        self._sync = True
+        self._queue.sync = True
         if self._callback is not None:
             try:
                 self._callback(self._summary())
@@ -765,11 +752,15 @@ class HopRecorder(Observer, WireRecorder):
     def __init__(
         self, writer: TraceWriter, hop: str, local: str, peer: str, *, owns_writer: bool = False
     ) -> None:
-        self._put = writer._put
+        self._put = writer._queue.put
         self._writer = writer
         self._in = _entry_ends(INCOMING, hop, peer, local)
         self._out = _entry_ends(OUTGOING, hop, local, peer)
         self._owns_writer = owns_writer
+        # The per-read and per-write calls go straight to the core.
+        entries = HopEntries(writer._queue, self._in, self._out)
+        self.record_in = entries.record_in  # type: ignore[method-assign]
+        self.record_out = entries.record_out  # type: ignore[method-assign]
 
     def record_in(self, lines: list[Any], size: int) -> None:
         self._put(self._in, lines, READ, 0, size)

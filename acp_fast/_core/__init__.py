@@ -77,6 +77,8 @@ __all__ = (
     "SHAPE_UNKNOWN",
     "UNPUBLISHED",
     "UNSETTLED",
+    "EntryQueue",
+    "HopEntries",
     "IncomingRequest",
     "LineBuffer",
     "Missing",
@@ -99,7 +101,7 @@ NO_EXTENSIONS: bool = (
 )
 
 if TYPE_CHECKING or NO_EXTENSIONS:
-    from ._events_py import entry_lines, join_events
+    from ._events_py import EntryQueue, HopEntries, entry_lines, join_events
     from ._framing_py import LineBuffer, OversizedLine
     from ._messages_py import (
         classify,
@@ -114,7 +116,7 @@ if TYPE_CHECKING or NO_EXTENSIONS:
     IMPLEMENTATION = "py"
 else:
     try:
-        from ._events_c import entry_lines, join_events
+        from ._events_c import EntryQueue, HopEntries, entry_lines, join_events
         from ._framing_c import LineBuffer, OversizedLine
         from ._messages_c import (
             classify,
@@ -128,7 +130,7 @@ else:
 
         IMPLEMENTATION = "c"
     except ImportError:  # a pure install (or a build older than a module)
-        from ._events_py import entry_lines, join_events
+        from ._events_py import EntryQueue, HopEntries, entry_lines, join_events
         from ._framing_py import LineBuffer, OversizedLine
         from ._messages_py import (
             classify,

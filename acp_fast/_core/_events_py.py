@@ -1,8 +1,10 @@
-# Trace events of a batch of messages, joined from pieces (docs/tracing.md).
+# The trace writer's per-entry work: its queue, and the events of a batch
+# of messages, joined from pieces (docs/tracing.md).
 #
-# entry_lines() lays a batch of the trace writer's entries (one read, one
-# write, or one message each) out as one list of lines, each with its
-# entry's head; join_events() then makes the events.
+# EntryQueue holds the entries (one read, one write, or one message each)
+# from recorded to written; HopEntries puts a connection's reads and writes
+# into it. entry_lines() lays a batch of entries out as one list of lines,
+# each with its entry's head; join_events() then makes the events.
 #
 # The trace writer (acp_fast/_async/trace.py) decodes the heads of a batch's
 # messages in one call and hands them here with each message's raw line and
@@ -29,6 +31,9 @@
 # * A line that starts with the bytes ``known_start`` of an earlier line of
 #   the batch names the same session (``session_of`` decided it): a stream
 #   of one session's updates is decoded for its session once per batch.
+# * EntryQueue.put never blocks, and each of its counters has one writer
+#   (the recording loop, the encoder under the writer's lock, or the writer
+#   thread), so what is queued (enqueued minus written) needs no lock.
 #
 # This file is compiled by Cython (with _events_c.pxd) and is also the
 # pure-Python fallback; it must never import cython.
@@ -216,3 +221,113 @@ def join_events(
         odd.append(len(out))
         out.append(b"")
     return out
+
+
+class EntryQueue:
+    """A trace writer's entries, from recorded to written.
+
+    ``put`` is the per-read and per-write path of a recorded connection: it
+    appends ``(clock(), ends, data, form, oversized, size)`` to ``pending``
+    and never blocks. Beyond ``max_entries`` entries or ``max_bytes`` bytes
+    recorded and not yet written, it drops the entry and adds its messages
+    to ``dropped``. Once ``inline_entries`` entries or ``inline_bytes`` bytes
+    wait to be encoded it calls ``encode(False)``; while ``sync`` is set (a
+    callback writer, or a closed one) it hands each entry to ``record_now``
+    instead of queueing it.
+
+    Each counter has one writer, so the queued amounts (enqueued minus
+    written) need no lock: ``enqueued_*`` and ``dropped`` are written by
+    ``put`` (the recording loop), ``encoded_bytes`` by whoever encodes
+    (under the writer's lock), and ``written_*`` by the writer thread.
+    """
+
+    __slots__ = (
+        "clock",
+        "count_messages",
+        "dropped",
+        "encode",
+        "encoded_bytes",
+        "enqueued_bytes",
+        "enqueued_entries",
+        "inline_bytes",
+        "inline_entries",
+        "max_bytes",
+        "max_entries",
+        "pending",
+        "record_now",
+        "sync",
+        "written_bytes",
+        "written_entries",
+    )
+
+    def __init__(
+        self,
+        max_entries: int,
+        max_bytes: int,
+        inline_entries: int,
+        inline_bytes: int,
+        clock: Callable[[], float],
+        encode: Callable[[bool], None],
+        record_now: Callable[[Any, Any, int, int], None],
+        count_messages: Callable[[Any, int], int],
+    ) -> None:
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self.inline_entries = inline_entries
+        self.inline_bytes = inline_bytes
+        self.clock = clock
+        self.encode = encode
+        self.record_now = record_now
+        self.count_messages = count_messages
+        self.sync = False
+        self.pending: list[Any] = []
+        self.dropped = 0
+        self.enqueued_entries = 0
+        self.enqueued_bytes = 0
+        self.encoded_bytes = 0
+        self.written_entries = 0
+        self.written_bytes = 0
+
+    def put(self, ends: Any, data: Any, form: int, oversized: int, size: int) -> None:
+        """Queue one entry (or hand it to ``record_now``); never blocks."""
+        if self.sync:
+            self.record_now(ends, data, form, oversized)
+            return
+        if (
+            self.enqueued_entries - self.written_entries >= self.max_entries
+            or self.enqueued_bytes - self.written_bytes > self.max_bytes
+        ):
+            self.dropped += self.count_messages(data, form)
+            return
+        self.enqueued_entries += 1
+        self.enqueued_bytes += size
+        pending = self.pending
+        pending.append((self.clock(), ends, data, form, oversized, size))
+        if (
+            len(pending) >= self.inline_entries
+            or self.enqueued_bytes - self.encoded_bytes >= self.inline_bytes
+        ):
+            self.encode(False)
+
+
+class HopEntries:
+    """One recorded connection's reads and writes, put into an ``EntryQueue``.
+
+    ``ends_in`` and ``ends_out`` are the entry ends (see ``entry_lines``) of
+    the two directions.
+    """
+
+    __slots__ = ("ends_in", "ends_out", "queue")
+
+    def __init__(self, queue: EntryQueue, ends_in: Any, ends_out: Any) -> None:
+        self.queue = queue
+        self.ends_in = ends_in
+        self.ends_out = ends_out
+
+    def record_in(self, lines: list[Any], size: int) -> None:
+        """A read: its lines (bytes, or the framer's oversized lines)."""
+        self.queue.put(self.ends_in, lines, FORM_READ, 0, size)
+
+    def record_out(self, data: bytes) -> None:
+        """A write: its bytes, one or more newline-ended messages."""
+        self.queue.put(self.ends_out, data, FORM_WRITTEN, 0, len(data))

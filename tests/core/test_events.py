@@ -180,3 +180,87 @@ def test_entries_are_laid_out_as_lines_each_with_its_entry_head(core: CoreImpl):
     # An oversized line is not a message: the caller takes the slow path.
     oversized = [*items[:1], (0.0, (b",E5",), b'{"id":', FORM_OVERSIZED, 99, 6)]
     assert not core.entry_lines(oversized, ts, wall, [], [], [])
+
+
+class _Writer:
+    """What an EntryQueue calls back: the encoder, the callback path, a clock."""
+
+    def __init__(self) -> None:
+        self.encodes: list[bool] = []
+        self.now: list[tuple[Any, Any, int, int]] = []
+        self.time = 0.0
+
+    def clock(self) -> float:
+        self.time += 1.0
+        return self.time
+
+    def encode(self, leftovers: bool) -> None:
+        self.encodes.append(leftovers)
+
+    def record_now(self, ends: Any, data: Any, form: int, oversized: int) -> None:
+        self.now.append((ends, data, form, oversized))
+
+
+def _queue(core: CoreImpl, writer: _Writer, **limits: int) -> Any:
+    settings = {"max_entries": 4, "max_bytes": 100, "inline_entries": 3, "inline_bytes": 50}
+    settings.update(limits)
+    return core.EntryQueue(
+        settings["max_entries"],
+        settings["max_bytes"],
+        settings["inline_entries"],
+        settings["inline_bytes"],
+        writer.clock,
+        writer.encode,
+        writer.record_now,
+        lambda data, form: len(data),
+    )
+
+
+def test_a_hop_queues_its_reads_and_writes_in_order(core: CoreImpl):
+    from acp_fast._core import FORM_READ, FORM_WRITTEN
+
+    writer = _Writer()
+    queue = _queue(core, writer)
+    hop = core.HopEntries(queue, "IN", "OUT")
+    hop.record_out(b'{"id":1}\n')
+    hop.record_in([b'{"id":1}'], 9)
+    assert queue.pending == [
+        (1.0, "OUT", b'{"id":1}\n', FORM_WRITTEN, 0, 9),
+        (2.0, "IN", [b'{"id":1}'], FORM_READ, 0, 9),
+    ]
+    assert (queue.enqueued_entries, queue.enqueued_bytes) == (2, 18)
+    assert writer.encodes == []
+
+
+def test_a_batch_is_encoded_at_its_entry_or_byte_count(core: CoreImpl):
+    writer = _Writer()
+    queue = _queue(core, writer, max_entries=100, max_bytes=1000)
+    for _ in range(3):
+        queue.put("E", b"x", 0, 0, 1)
+    assert writer.encodes == [False]  # the third entry reached inline_entries
+    queue.pending.clear()
+    queue.encoded_bytes = queue.enqueued_bytes
+    queue.put("E", b"x" * 50, 0, 0, 50)  # 50 bytes not yet encoded
+    assert writer.encodes == [False, False]
+
+
+def test_a_full_queue_drops_and_counts_until_written(core: CoreImpl):
+    writer = _Writer()
+    queue = _queue(core, writer, inline_entries=100, inline_bytes=1000)
+    for _ in range(4):
+        queue.put("E", [b"a", b"b"], 0, 0, 10)
+    queue.put("E", [b"a", b"b", b"c"], 0, 0, 10)  # a fifth entry: over max_entries
+    assert (len(queue.pending), queue.dropped) == (4, 3)
+    queue.written_entries, queue.written_bytes = 4, 40  # the writer thread wrote them
+    queue.put("E", b"y" * 101, 0, 0, 101)  # alone over max_bytes: still taken
+    queue.put("E", [b"z"], 0, 0, 1)  # now over max_bytes: dropped
+    assert (len(queue.pending), queue.dropped) == (5, 4)
+
+
+def test_a_sync_queue_hands_each_entry_over_at_once(core: CoreImpl):
+    writer = _Writer()
+    queue = _queue(core, writer)
+    queue.sync = True
+    core.HopEntries(queue, "IN", "OUT").record_in([b"m"], 1)
+    assert writer.now == [("IN", [b"m"], core.FORM_READ, 0)]
+    assert (queue.pending, queue.enqueued_entries) == ([], 0)

@@ -177,7 +177,7 @@ def test_the_loop_emptying_the_list_while_the_writer_looks_at_it_loses_nothing(
     encoded.set()
     # The writer finishes its look and writes the loop's batch.
     deadline = time.monotonic() + PROCESS_TIMEOUT
-    while writer._written_entries < trace_module._INLINE_ENTRIES:
+    while writer._queue.written_entries < trace_module._INLINE_ENTRIES:
         assert writer._thread is not None and writer._thread.is_alive(), "the writer died"
         assert time.monotonic() < deadline, "the loop's batch was not written"
         time.sleep(0.01)
