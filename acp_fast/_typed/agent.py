@@ -40,6 +40,7 @@ from .._async.builder import Builder
 from .._async.connection import ConnectionTo
 from .._async.outbox import NOTIFICATION_FLUSH
 from .._async.requests import SentRequest
+from .._async.responder import Responder
 from .._async.roles import Agent
 from .._errors import Error
 from .._transports import Transport, stdio
@@ -257,8 +258,9 @@ class AgentEndpoint(Endpoint):
             table, schema = V1_AGENT_METHODS, v1
         super().__init__(agent, BaseAgent, table, schema, agent.max_concurrent_requests)
         # Running prompts by (connection, session): one agent may serve
-        # several clients, whose session ids may be the same.
-        self.turns: dict[tuple[object, str], anyio.CancelScope] = {}
+        # several clients, whose session ids may be the same. With each, its
+        # responder: a turn the client cancelled no longer counts.
+        self.turns: dict[tuple[object, str], tuple[anyio.CancelScope, Responder[Any]]] = {}
 
     def bind(self, cx: ConnectionTo[Any]) -> None:
         super().bind(cx)
@@ -271,15 +273,21 @@ class AgentEndpoint(Endpoint):
 
     SCOPED = frozenset({"prompt"})
 
-    def begin(self, name: str, request: Any) -> anyio.CancelScope | None:
+    def begin(self, name: str, request: Any, responder: Responder[Any]) -> anyio.CancelScope | None:
+        # One turn at a time per session (docs/semantics.md §1.6), but a turn
+        # the client cancelled (session/cancel, or $/cancel_request of its
+        # prompt) no longer counts: the client may prompt again at once, and
+        # the cancelled turn unwinds beside the new one.
         session_id = request.session_id
-        if (self.cx, session_id) in self.turns:
+        running = self.turns.get((self.cx, session_id))
+        if running is not None and not _cancelled(*running):
             raise Error.invalid_request(f"session {session_id!r} is already running a prompt")
-        scope = self.turns[self.cx, session_id] = anyio.CancelScope()
+        scope = anyio.CancelScope()
+        self.turns[self.cx, session_id] = (scope, responder)
         return scope
 
     def end(self, name: str, request: Any, scope: anyio.CancelScope) -> None:
-        for key, running in list(self.turns.items()):
+        for key, (running, _) in list(self.turns.items()):
             if running is scope and key[1] == request.session_id:
                 del self.turns[key]
 
@@ -292,10 +300,14 @@ class AgentEndpoint(Endpoint):
         self, name: str, method: Callable[[Any], Awaitable[Any]], notification: Any
     ) -> None:
         if name == "cancel":
-            scope = self.turns.get((self.cx, notification.session_id))
-            if scope is not None:
-                self.cancel_scope(scope)  # a waiting prompt is answered at once
+            running = self.turns.get((self.cx, notification.session_id))
+            if running is not None:
+                self.cancel_scope(running[0])  # a waiting prompt is answered at once
         await method(notification)
+
+
+def _cancelled(scope: anyio.CancelScope, responder: Responder[Any]) -> bool:
+    return scope.cancel_called or responder.cancellation().is_cancelled()
 
 
 def agent_builder(agent: BaseAgent) -> Builder[Any]:

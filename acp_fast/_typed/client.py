@@ -92,7 +92,7 @@ class ClientEndpoint(Endpoint):
 
     SCOPED = frozenset({"request_permission"})
 
-    def begin(self, name: str, request: Any) -> anyio.CancelScope | None:
+    def begin(self, name: str, request: Any, responder: Responder[Any]) -> anyio.CancelScope | None:
         scope = anyio.CancelScope()
         self.permissions.setdefault(request.session_id, set()).add(scope)
         return scope

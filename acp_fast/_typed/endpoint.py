@@ -186,7 +186,7 @@ class Endpoint:
                 # does it take a slot and a record (``_detached``). The scope
                 # is registered here, in dispatch order: a cancellation that
                 # arrives right behind the request finds it.
-                scope = self.begin(name, request) if scoped else None
+                scope = self.begin(name, request, responder) if scoped else None
                 # With the loop's own context, for a reader started if it
                 # detaches: what the method sets stays with the request.
                 cx._detaching = (
@@ -206,7 +206,7 @@ class Endpoint:
                     bound,
                     request,
                     responder,
-                    self.begin(name, request) if scoped else None,
+                    self.begin(name, request, responder) if scoped else None,
                     result_type,
                 )
             )
@@ -283,7 +283,7 @@ class Endpoint:
     # The methods whose requests ``begin`` is asked about.
     SCOPED: frozenset[str] = frozenset()
 
-    def begin(self, name: str, request: Any) -> anyio.CancelScope | None:
+    def begin(self, name: str, request: Any, responder: Responder[Any]) -> anyio.CancelScope | None:
         """A cancel scope to run this request in, registered where the
         endpoint's own cancellation (session/cancel) can find it; or None.
         Asked only for the methods in ``SCOPED``."""

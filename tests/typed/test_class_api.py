@@ -28,6 +28,7 @@ class Agent(acp.BaseAgent):
         self.running = 0
         self.max_running = 0
         self.release = anyio.Event()
+        self.started = anyio.Event()
 
     async def new_session(self, request: v1.NewSessionRequest) -> v1.NewSessionResponse:
         self.sessions += 1
@@ -52,7 +53,15 @@ class Agent(acp.BaseAgent):
             if text == "wait":
                 await anyio.sleep_forever()
             if text == "hold":
+                self.started.set()
                 await self.release.wait()
+            if text == "linger":  # once cancelled, unwinds only when released
+                self.started.set()
+                try:
+                    await anyio.sleep_forever()
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await self.release.wait()
             return v1.PromptResponse(stop_reason="end_turn")
         finally:
             self.running -= 1
@@ -131,6 +140,49 @@ async def test_cancel_right_behind_the_prompt_is_not_lost():
         turn = conn.start_prompt(session.session_id, "wait")
         await conn.cancel(session.session_id)  # before the agent's turn task ran
         assert (await turn).stop_reason == "cancelled"
+
+
+async def test_a_second_prompt_for_a_running_session_is_refused():
+    agent, client = Agent(), Client()
+    async with pair(agent, client) as conn:
+        session = await conn.new_session(cwd="/")
+        turn = conn.start_prompt(session.session_id, "hold")
+        await agent.started.wait()
+        with pytest.raises(acp.Error) as caught:
+            await conn.prompt(session.session_id, "again")
+        assert caught.value.code == acp.ErrorCode.INVALID_REQUEST
+        agent.release.set()
+        assert (await turn).stop_reason == "end_turn"
+
+
+@pytest.mark.parametrize("how", ["session/cancel", "$/cancel_request"])
+async def test_a_prompt_right_behind_a_cancel_starts_while_the_old_turn_unwinds(how: str):
+    agent, client = Agent(), Client()
+    async with pair(agent, client) as conn:
+        session = await conn.new_session(cwd="/")
+        turn = conn.start_prompt(session.session_id, "linger")
+        await agent.started.wait()
+        if how == "session/cancel":
+            await conn.cancel(session.session_id)
+        else:
+            turn.cancel()
+        try:
+            # The cancelled turn is still unwinding (it waits for release).
+            assert (await conn.prompt(session.session_id, "next")).stop_reason == "end_turn"
+            assert agent.running == 1
+        finally:
+            agent.release.set()
+        if how == "session/cancel":
+            assert (await turn).stop_reason == "cancelled"
+        else:
+            with pytest.raises(acp.Error) as caught:
+                await turn
+            assert caught.value.code == acp.ErrorCode.REQUEST_CANCELLED
+        # The new turn's end did not unregister anything it should not have:
+        # a third prompt runs, and a cancel still reaches a running turn.
+        third = conn.start_prompt(session.session_id, "wait")
+        await conn.cancel(session.session_id)
+        assert (await third).stop_reason == "cancelled"
 
 
 async def test_session_cancel_answers_pending_permission_requests_cancelled():
