@@ -19,6 +19,7 @@ long queue may let its waiting requests run (``Admission``).
 
 from __future__ import annotations
 
+import json
 import logging
 import types
 from collections import deque
@@ -78,6 +79,31 @@ _BOM = b"\xef\xbb\xbf"
 
 # data.line of a parse error shows at most this many characters.
 _LINE_ECHO = 4096
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(name)
+
+
+def _unreadable_json(line: bytes, exc: BaseException | None) -> str | None:
+    """Why a line that *is* JSON could not be read, or None when it is not
+    JSON at all (docs/semantics.md §1.3: the parse error then carries only
+    ``data.line``, as the Rust SDK's does)."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to decode"
+    if isinstance(exc, msgspec.ValidationError):
+        return "a number out of range"  # the only value the decoder refuses by type
+    try:
+        # Only lines that failed to decode come here: the second opinion is
+        # off the hot path.
+        # Strict UTF-8, then text: bytes would let a BOM pass.
+        json.loads(line.decode("utf-8"), parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        return None
+    # Valid JSON the decoder refuses: an escaped lone surrogate (JSON allows
+    # "\ud800"; a Python str can hold it, UTF-8 cannot).
+    return "a string with an unpaired surrogate escape"
+
 
 MAX_BATCH_ENTRIES = 1000
 """A batch with more entries is answered with one -32600 error and none of
@@ -435,10 +461,10 @@ class Inbound(Dispatcher):
             envelope = _wire.decode_envelope(line)
         except msgspec.ValidationError:
             return self._receive_non_object(line)
-        except (msgspec.DecodeError, RecursionError):
+        except (msgspec.DecodeError, RecursionError) as exc:
             # RecursionError: nested too deep to decode. Like serde_json's
             # depth limit in the Rust SDK, that is a parse error.
-            self._receive_unparsable(line)
+            self._receive_unparsable(line, exc)
             return None
         kind = classify_envelope(envelope)  # one call into the core per message
         if (
@@ -499,7 +525,7 @@ class Inbound(Dispatcher):
         if pending is not None:
             await pending
 
-    def _receive_unparsable(self, line: bytes) -> None:
+    def _receive_unparsable(self, line: bytes, exc: BaseException | None = None) -> None:
         if not line.strip():
             return  # whitespace between messages
         # The last few kept: what a process writes to stdout that is not
@@ -508,7 +534,11 @@ class Inbound(Dispatcher):
         text = line.decode("utf-8", "replace")
         if len(text) > _LINE_ECHO:
             text = text[:_LINE_ECHO] + f"... ({len(line)} bytes)"
-        self._enqueue(_wire.encode_error(None, Error.parse_error({"line": text}).to_dict()))
+        data = {"line": text}
+        reason = _unreadable_json(line, exc)
+        if reason is not None:
+            data["error"] = reason
+        self._enqueue(_wire.encode_error(None, Error.parse_error(data).to_dict()))
 
     def _receive_oversized(self, line: OversizedLine) -> None:
         # Too large to decode: answer what can be answered (bad input gets a
@@ -553,10 +583,10 @@ class Inbound(Dispatcher):
             return None
         try:
             value = _wire.loads(line)
-        except (msgspec.DecodeError, RecursionError):
+        except (msgspec.DecodeError, RecursionError) as exc:
             # The envelope decoder refused a value that is JSON but not one we
             # can read: a number out of range (1e400) or nesting too deep.
-            self._receive_unparsable(line)
+            self._receive_unparsable(line, exc)
             return None
         if type(value) is list and value:
             return self._receive_batch(value)

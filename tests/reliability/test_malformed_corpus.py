@@ -40,15 +40,32 @@ pytestmark = pytest.mark.anyio
 CAP = 64 * 1024  # the size cap of the connection under test
 
 
-def parse_error(line: bytes) -> dict[str, Any]:
+# Why a line that is JSON could not be read (docs/semantics.md §1.3); a line
+# that is not JSON at all carries only its text, as the Rust SDK's does.
+TOO_DEEP = "nested too deeply to decode"
+OUT_OF_RANGE = "a number out of range"
+LONE_SURROGATE = "a string with an unpaired surrogate escape"
+
+
+def parse_error(line: bytes, reason: str | None = None) -> dict[str, Any]:
     text = line.decode("utf-8", "replace")
     if len(text) > 4096:
         text = text[:4096] + f"... ({len(line)} bytes)"
+    data = {"line": text} if reason is None else {"line": text, "error": reason}
     return {
         "jsonrpc": "2.0",
         "id": None,
-        "error": {"code": -32700, "message": "Parse error", "data": {"line": text}},
+        "error": {"code": -32700, "message": "Parse error", "data": data},
     }
+
+
+def _as_parse_error(message: Any, line: bytes) -> Any:
+    """``"parse_error"`` (with its reason) when ``message`` is the parse
+    error for ``line``, else ``message`` itself."""
+    for reason in (None, TOO_DEEP, OUT_OF_RANGE, LONE_SURROGATE):
+        if message == parse_error(line, reason):
+            return "parse_error" if reason is None else f"parse_error: {reason}"
+    return message
 
 
 INVALID = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Invalid request"}}
@@ -266,11 +283,11 @@ CASES: list[tuple[str, list[bytes], list[Any]]] = [
     ("id_null_is_a_request", [line_of(req(None))], [answer(None)]),
     ("id_string_digits", [line_of(req("7"))], [answer("7")]),
     ("id_long_string", [line_of(req("i" * 10000))], [answer("i" * 10000)]),
-    ("id_lone_surrogate", [SURROGATE_ID], [parse_error(SURROGATE_ID)]),
+    ("id_lone_surrogate", [SURROGATE_ID], [parse_error(SURROGATE_ID, LONE_SURROGATE)]),
     (
         "id_out_of_range",
         [b'{"jsonrpc":"2.0","id":1e400,"method":"m"}'],
-        [parse_error(b'{"jsonrpc":"2.0","id":1e400,"method":"m"}')],
+        [parse_error(b'{"jsonrpc":"2.0","id":1e400,"method":"m"}', OUT_OF_RANGE)],
     ),
     (
         "duplicate_ids",
@@ -364,10 +381,10 @@ CASES: list[tuple[str, list[bytes], list[Any]]] = [
             }
         ],
     ),
-    ("deep_nesting_in_params", [DEEP], [parse_error(DEEP)]),
-    ("deep_nesting_batch", [DEEP_BATCH], [parse_error(DEEP_BATCH)]),
-    ("number_out_of_range_batch", [b"[1e400]"], [parse_error(b"[1e400]")]),
-    ("number_out_of_range_scalar", [b"1e400"], [parse_error(b"1e400")]),
+    ("deep_nesting_in_params", [DEEP], [parse_error(DEEP, TOO_DEEP)]),
+    ("deep_nesting_batch", [DEEP_BATCH], [parse_error(DEEP_BATCH, TOO_DEEP)]),
+    ("number_out_of_range_batch", [b"[1e400]"], [parse_error(b"[1e400]", OUT_OF_RANGE)]),
+    ("number_out_of_range_scalar", [b"1e400"], [parse_error(b"1e400", OUT_OF_RANGE)]),
     # -- UTF-8 -------------------------------------------------------------------------
     ("utf8_invalid_in_method", [UTF8_IN_METHOD], [parse_error(UTF8_IN_METHOD)]),
     ("utf8_invalid_alone", [b"\x80"], [parse_error(b"\x80")]),
@@ -581,13 +598,13 @@ RESPONSE_CASES: list[tuple[str, Any, list[Any], Any]] = [
     (
         "result_too_deep",
         _raw(b'{"jsonrpc":"2.0","id":N,"result":' + b"[" * 20000 + b"]" * 20000 + b"}"),
-        ["parse_error"],
+        [f"parse_error: {TOO_DEEP}"],
         "pending",
     ),
     (
         "error_code_out_of_range",
         _raw(b'{"jsonrpc":"2.0","id":N,"error":{"code":1e400,"message":"m"}}'),
-        ["parse_error"],
+        [f"parse_error: {OUT_OF_RANGE}"],
         "pending",
     ),
     (
@@ -726,7 +743,7 @@ async def test_malformed_answer_to_our_request(make_line, replies, outcome, with
         line = make_line(request["id"])
         peer.channel.write(line + b"\n")
         seen = await barrier_from_peer(log, "after-answer")
-        assert [("parse_error" if m == parse_error(line) else m) for m in seen] == replies
+        assert [_as_parse_error(m, line) for m in seen] == replies
         if outcome == "pending":
             peer.send({"jsonrpc": "2.0", "id": request["id"], "result": GOOD})
             outcome = ("ok", GOOD)
