@@ -38,7 +38,7 @@ from .._core import (
     RequestTable,
     is_valid_id,
 )
-from .._errors import Error
+from .._errors import Error, ErrorCode
 from .._io.backend import Backend
 from .._io.channel import Channel
 from . import _wire
@@ -508,6 +508,22 @@ class Dispatcher(Outbox):
         dispatch handler or a result callback must run."""
         request = self._table.take_response(request_id)
         if request is None:
+            if (
+                request_id is None
+                and type(payload) is Error
+                and payload.code == ErrorCode.PARSE_ERROR
+            ):
+                # The peer's parse error for a line it got from us: on stdio,
+                # most often a print() that reached the protocol stream.
+                line = payload.data.get("line") if type(payload.data) is dict else None
+                self._limited_log.warning(
+                    "peer_parse_error",
+                    "the peer could not parse a line it received from us (%.200r); "
+                    "is something writing to stdout? stdio(protect_stdout=True) keeps "
+                    "stray output off the protocol stream",
+                    line,
+                )
+                return None
             self._limited_log.warning(
                 "unknown_response", "dropped a response with unknown id %.200r", request_id
             )

@@ -172,3 +172,23 @@ async def test_protect_stdout_over_a_pipe(anyio_backend: str) -> None:
     await as_client(agent, main)
     assert agent.returncode == 0
     assert lines == ["{not json"]
+
+
+async def test_a_stray_print_is_named_in_the_agents_log(anyio_backend: str) -> None:
+    """Without protect_stdout, a print() reaches the client as a line that is
+    not JSON; the client's parse error comes back under ``id: null``, and the
+    agent's log says what probably happened instead of "unknown id None"."""
+    lines: list[str] = []
+    agent = acp.Subprocess(peer_cmd(anyio_backend), stderr=lines.append)
+
+    async def main(peer: Peer) -> None:
+        await peer.call("_t/print", {"text": "debug: a stray print"})
+        await peer.echo()  # read by the agent after the parse error
+
+    await as_client(agent, main)
+    assert agent.returncode == 0
+    hints = [line for line in lines if "could not parse a line" in line]
+    assert len(hints) == 1, lines
+    assert "debug: a stray print" in hints[0]
+    assert "protect_stdout=True" in hints[0]
+    assert not [line for line in lines if "unknown id" in line]
