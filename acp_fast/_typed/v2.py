@@ -113,7 +113,7 @@ class BaseAgentV2(AgentMethodsV2):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        check_handler_signatures(cls, BaseAgentV2, V2_AGENT_METHODS, v2)
+        check_handler_signatures(cls, BaseAgentV2, V2_AGENT_METHODS)
 
     client = PerConnection[ClientConnectionV2]("client")
 
@@ -264,7 +264,7 @@ class BaseClientV2(ClientMethodsV2):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        check_handler_signatures(cls, BaseClientV2, V2_CLIENT_METHODS, v2)
+        check_handler_signatures(cls, BaseClientV2, V2_CLIENT_METHODS)
 
     agent: AgentConnectionV2
 
