@@ -77,7 +77,7 @@ _LAZY = {
     "run_agent": "._typed.agent",
     "serve_agent": "._typed.agent",
     "serve_agent_v2": "._typed.v2",
-    "serve_versioned_agent": "._typed.v2",
+    "serve_versioned_agent": "._typed.versioned",
     "spawn_agent": "._typed.client",
 }
 
@@ -101,7 +101,7 @@ if TYPE_CHECKING:
     from ._typed.v2 import BaseClientV2 as BaseClientV2
     from ._typed.v2 import connect_to_agent_v2 as connect_to_agent_v2
     from ._typed.v2 import serve_agent_v2 as serve_agent_v2
-    from ._typed.v2 import serve_versioned_agent as serve_versioned_agent
+    from ._typed.versioned import serve_versioned_agent as serve_versioned_agent
 
 
 def __getattr__(name: str) -> object:

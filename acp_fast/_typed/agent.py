@@ -219,7 +219,7 @@ class BaseAgent(AgentMethods):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        check_handler_signatures(cls, BaseAgent, V1_AGENT_METHODS, v1)
+        check_handler_signatures(cls, BaseAgent, V1_AGENT_METHODS)
 
     #: The connection to the client of the request being handled (one agent
     #: may serve several clients: each handler sees its own, docs/transports.md).

@@ -65,7 +65,7 @@ class BaseClient(ClientMethods):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        check_handler_signatures(cls, BaseClient, V1_CLIENT_METHODS, v1)
+        check_handler_signatures(cls, BaseClient, V1_CLIENT_METHODS)
 
     #: The connection to the agent, set when connected.
     agent: AgentConnection

@@ -8,13 +8,18 @@ new_session(self, cwd, mcp_servers=None, **kwargs)``) say, would still be
 called, with its first parameter bound to the request object: a silent
 mis-binding. Defining such a subclass raises ``TypeError`` instead, naming
 the method and the signature expected (docs/migration.md).
+
+A handler written as a plain ``def`` is refused the same way: the SDK awaits
+what a handler returns, so ``def prompt(self, request)`` would fail on every
+request, long after the class was defined. A generic wrapper (``*args,
+**kwargs``, or one made with ``functools.wraps`` around an ``async def``)
+may return the coroutine itself and passes.
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping
-from types import ModuleType
 from typing import Any
 
 __all__ = ("check_handler_signatures",)
@@ -23,9 +28,7 @@ _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_O
 _EXTENSIONS = ("ext_method", "ext_notification")
 
 
-def check_handler_signatures(
-    cls: type, base: type, table: Mapping[str, str], schema: ModuleType
-) -> None:
+def check_handler_signatures(cls: type, base: type, table: Mapping[str, str]) -> None:
     """Raise TypeError when ``cls`` overrides a handler of ``base`` with
     parameters the SDK cannot call it with as it means."""
     wire_of = {name: wire for wire, name in table.items()}
@@ -35,11 +38,36 @@ def check_handler_signatures(
         function = getattr(value, "__func__", value)  # a classmethod or staticmethod
         if not callable(function) or isinstance(value, (staticmethod, classmethod)):
             continue
-        expected = _positional_count(getattr(base, name))
-        problem = _problem(function, expected)
+        default = getattr(base, name)
+        if not _awaitable(function):
+            raise TypeError(_not_async_message(cls, base, name, wire_of.get(name), function))
+        problem = _problem(function, _positional_count(default))
         if problem is None:
             continue
-        raise TypeError(_message(cls, base, name, wire_of.get(name), schema, function, problem))
+        raise TypeError(_message(cls, base, name, wire_of.get(name), function, problem))
+
+
+def _awaitable(function: Any) -> bool:
+    """False for a plain ``def`` (or an async generator) that the SDK would
+    await in vain; True for what it can await, or cannot tell."""
+    if not inspect.isfunction(function):
+        return True  # a C function or a callable object: not ours to judge
+    if inspect.iscoroutinefunction(function):
+        return True
+    if inspect.iscoroutinefunction(inspect.unwrap(function)):
+        return True  # functools.wraps around an async def
+    try:
+        parameters = list(inspect.signature(function, follow_wrapped=False).parameters.values())
+    except (TypeError, ValueError):
+        return True
+    if parameters and parameters[0].kind in _POSITIONAL:
+        parameters = parameters[1:]  # self
+    kinds = {p.kind for p in parameters}
+    # (self, *args, **kwargs): a generic wrapper that may return a coroutine.
+    return inspect.Parameter.VAR_POSITIONAL in kinds and kinds <= {
+        inspect.Parameter.VAR_POSITIONAL,
+        inspect.Parameter.VAR_KEYWORD,
+    }
 
 
 def _positional_count(function: Any) -> int:
@@ -77,31 +105,50 @@ def _problem(function: Any, expected: int) -> str | None:
     return None
 
 
+def _found(function: Any) -> str:
+    try:
+        return str(inspect.signature(function))
+    except (TypeError, ValueError):
+        return "(...)"
+
+
+def _expected(base: type, name: str) -> str:
+    """The base's own declaration of ``name``, as an example to copy:
+    ``async def prompt(self, request: v1.PromptRequest) -> v1.PromptResponse``."""
+    signature = inspect.signature(getattr(base, name))
+    # The annotations are strings (postponed evaluation): shown unquoted.
+    parameters = ", ".join(
+        p.name if p.annotation is inspect.Parameter.empty else f"{p.name}: {p.annotation}"
+        for p in signature.parameters.values()
+    )
+    returns = signature.return_annotation
+    tail = "" if returns is inspect.Signature.empty else f" -> {returns}"
+    return f"async def {name}({parameters}){tail}"
+
+
+def _not_async_message(cls: type, base: type, name: str, wire: str | None, function: Any) -> str:
+    where = f" (handles `{wire}`)" if wire else ""
+    kind = "an async generator" if inspect.isasyncgenfunction(function) else "a plain `def`"
+    return (
+        f"{cls.__qualname__}.{name}{_found(function)}{where} is {kind}: "
+        f"{base.__name__} awaits every handler, so it must be an `async def`. "
+        f"Expected: {_expected(base, name)}"
+    )
+
+
 def _message(
     cls: type,
     base: type,
     name: str,
     wire: str | None,
-    schema: ModuleType,
     function: Any,
     problem: str,
 ) -> str:
-    try:
-        found = str(inspect.signature(function))
-    except (TypeError, ValueError):
-        found = "(...)"
-    if wire is None:
-        expected = "(self, method: str, params: Any)"
-    else:
-        info = schema.METHODS.get(wire)
-        kind = None if info is None else (info.request or info.notification)
-        request_type = f"{schema.__name__.rsplit('.', 1)[-1]}.{kind.__name__}" if kind else "Any"
-        expected = f"(self, request: {request_type})"
     where = f" (handles `{wire}`)" if wire else ""
     return (
-        f"{cls.__qualname__}.{name}{found}{where} cannot be called as {base.__name__} "
-        f"calls it: {problem}. Expected: async def {name}{expected}. The request's fields "
-        "are its attributes (request.cwd, request.mcp_servers): code written in the "
-        "official Python SDK's keyword style (cwd, mcp_servers=None, **kwargs) takes the "
-        "request object instead; see docs/migration.md."
+        f"{cls.__qualname__}.{name}{_found(function)}{where} cannot be called as "
+        f"{base.__name__} calls it: {problem}. Expected: {_expected(base, name)}. The "
+        "request's fields are its attributes (request.cwd, request.mcp_servers): code "
+        "written in the official Python SDK's keyword style (cwd, mcp_servers=None, "
+        "**kwargs) takes the request object instead; see docs/migration.md."
     )

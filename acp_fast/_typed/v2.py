@@ -18,9 +18,7 @@ What differs from v1, and what the SDK does about it:
 * ``AgentConnectionV2.prompt`` sends the prompt and returns the stop reason
   of the ``idle`` update that ends the turn.
 
-``serve_versioned_agent(v1=..., v2=...)`` serves both: the first
-``initialize`` decides which one the connection speaks (the highest version
-at or below the one asked for).
+``serve_versioned_agent(v1=..., v2=...)`` (``versioned.py``) serves both.
 """
 
 from __future__ import annotations
@@ -35,8 +33,7 @@ import anyio
 
 from .._async.builder import Builder
 from .._async.connection import ConnectionTo
-from .._async.handlers import REQUEST, HandlerEntry
-from .._async.messages import NOT_HANDLED, UntypedMessage
+from .._async.messages import NOT_HANDLED
 from .._async.responder import Responder
 from .._async.roles import Agent, Client
 from .._errors import Error
@@ -55,7 +52,6 @@ __all__ = (
     "agent_builder_v2",
     "connect_to_agent_v2",
     "serve_agent_v2",
-    "serve_versioned_agent",
 )
 
 log = logging.getLogger("acp_fast")
@@ -117,7 +113,7 @@ class BaseAgentV2(AgentMethodsV2):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        check_handler_signatures(cls, BaseAgentV2, V2_AGENT_METHODS, v2)
+        check_handler_signatures(cls, BaseAgentV2, V2_AGENT_METHODS)
 
     client = PerConnection[ClientConnectionV2]("client")
 
@@ -254,54 +250,6 @@ async def serve_agent_v2(agent: BaseAgentV2, transport: Transport | None = None)
     await agent_builder_v2(agent).connect_to(transport if transport is not None else stdio())
 
 
-async def serve_versioned_agent(
-    *, v1: Any = None, v2: BaseAgentV2 | None = None, transport: Transport | None = None
-) -> None:
-    """Serve a v1 agent, a v2 agent, or both, picking per connection from
-    the first ``initialize`` (the highest version at or below the one asked)."""
-    from .agent import AgentEndpoint
-
-    if v1 is None and v2 is None:
-        raise ValueError("give a v1 agent, a v2 agent, or both")
-    endpoints: dict[int, Endpoint] = {}
-    if v1 is not None:
-        endpoints[1] = AgentEndpoint(v1)
-    if v2 is not None:
-        endpoints[2] = AgentEndpointV2(v2)
-    builders = {
-        version: endpoint.install(Agent.builder()) for version, endpoint in endpoints.items()
-    }
-    chosen: list[int] = []
-
-    async def route(
-        message: UntypedMessage, responder: Responder[Any], cx: ConnectionTo[Any]
-    ) -> Any:
-        if chosen:
-            return NOT_HANDLED
-        if message.method != "initialize":
-            raise Error.invalid_request(NOT_INITIALIZED)
-        asked = message.params.get("protocolVersion") if isinstance(message.params, dict) else None
-        versions = sorted(v for v in endpoints if isinstance(asked, int) and v <= asked)
-        version = versions[-1] if versions else min(endpoints)
-        chosen.append(version)
-        # From the next message on, the chosen version's handlers serve.
-        for entry in builders[version]._handlers:
-            cx.add_dynamic_handler(entry).detach()
-        # And this initialize goes to that version's handler now.
-        for entry in builders[version]._handlers:
-            if entry.kind == REQUEST and entry.matches(REQUEST, "initialize", None):
-                outcome = await entry.callback(
-                    entry.message("initialize", message._wire_params(), None), responder, cx
-                )
-                if outcome is not NOT_HANDLED:
-                    return None
-        return None
-
-    builder = Agent.builder().name("versioned-agent")
-    builder.with_handler(HandlerEntry.create(REQUEST, route))
-    await builder.connect_to(transport if transport is not None else stdio())
-
-
 # --- client side -------------------------------------------------------------------
 
 
@@ -316,7 +264,7 @@ class BaseClientV2(ClientMethodsV2):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        check_handler_signatures(cls, BaseClientV2, V2_CLIENT_METHODS, v2)
+        check_handler_signatures(cls, BaseClientV2, V2_CLIENT_METHODS)
 
     agent: AgentConnectionV2
 

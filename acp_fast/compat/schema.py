@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Union
 
+from ..schema import v1
 from ._models import CLASSES, CompatModel
 
 globals().update({name: cls for name, cls in CLASSES.items() if not name.startswith("_")})
@@ -55,10 +56,39 @@ ToolCallContent: Any = Union[  # noqa: UP007
 ]
 BaseModel = CompatModel
 
+#: Official names for a class here under another name. The official module
+#: has an untagged base (``McpServerHttp``) and a tagged variant
+#: (``HttpMcpServer``); here one class is both, its tag optional in the
+#: constructor (docs/migration.md), so each name is that one class.
+_ALIASES = {
+    "HttpMcpServer": "McpServerHttp",
+    "SseMcpServer": "McpServerSse",
+    "AcpMcpServer": "McpServerAcp",
+    "TerminalAuthMethod": "AuthMethodTerminal",
+    "NesEditSuggestionVariant": "NesSuggestionEdit",
+    "NesJumpSuggestionVariant": "NesSuggestionJump",
+    "NesRenameSuggestionVariant": "NesSuggestionRename",
+    "NesSearchAndReplaceSuggestionVariant": "NesSuggestionSearchAndReplace",
+}
+globals().update({alias: CLASSES[name] for alias, name in _ALIASES.items()})
+
+#: The official module's ``Literal`` aliases, for annotations.
+_LITERALS = (
+    "PermissionOptionKind",
+    "PlanEntryPriority",
+    "PlanEntryStatus",
+    "StopReason",
+    "ToolCallStatus",
+    "ToolKind",
+)
+globals().update({name: getattr(v1, name) for name in _LITERALS})
+
 __all__ = tuple(
     sorted(
         [name for name in CLASSES if not name.startswith("_")]
         + ["BaseModel", "ContentBlock", "SessionUpdate", "ToolCallContent"]
+        + list(_ALIASES)
+        + list(_LITERALS)
     )
 )
 

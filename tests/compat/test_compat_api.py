@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 import anyio
@@ -415,3 +416,39 @@ async def test_models_behave_like_the_official_ones() -> None:
     assert parsed.model_copy(update={"message_id": "m"}).message_id == "m"
     assert TerminalExitStatus(exit_code=1).signal is None
     assert DeniedOutcome().outcome == "cancelled"
+
+
+class FlagAgent(OfficialStyleAgent):
+    """Official-style bookkeeping: cancel() sets a flag the prompt clears when it reads it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.flags: dict[str, bool] = {}
+
+    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
+        if prompt[0].text == "check":
+            stale = self.flags.pop(session_id, False)
+            return PromptResponse(stop_reason="cancelled" if stale else "end_turn")
+        return await super().prompt(session_id, prompt, **kwargs)
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        await super().cancel(session_id, **kwargs)
+        self.flags[session_id] = True
+
+
+async def test_a_flag_cancel_sets_is_not_read_by_the_prompt_compat_stopped() -> None:
+    # docs/migration.md: compat stops the prompt before calling cancel(), so
+    # the stopped prompt never reads a flag cancel() sets; reset it when a
+    # prompt starts, or drop it.
+    agent, client = FlagAgent(), OfficialStyleClient()
+    with anyio.fail_after(TIMEOUT):
+        async with connected(agent, client) as conn:
+            sid = await start(conn)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(partial(conn.prompt, session_id=sid, prompt=[text_block("wait")]))
+                await agent.waiting.wait()
+                await conn.cancel(session_id=sid)
+            await agent.prompt_stopped.wait()
+            assert agent.flags == {sid: True}
+            stale = await conn.prompt(session_id=sid, prompt=[text_block("check")])
+    assert stale.stop_reason == "cancelled"

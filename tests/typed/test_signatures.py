@@ -3,6 +3,7 @@ SDK would call with the wrong binding raises TypeError at once."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pytest
@@ -70,3 +71,76 @@ def test_right_signatures_and_generic_wrappers_are_accepted():
             return a + b
 
     assert Right().helper(1, 2) == 3
+
+
+@pytest.mark.parametrize(
+    ("base", "source", "expected"),
+    [
+        (
+            acp.BaseAgent,
+            "def prompt(self, request): ...",
+            "async def prompt(self, request: v1.PromptRequest) -> v1.PromptResponse",
+        ),
+        (
+            acp.BaseAgent,
+            "async def prompt(self, request):\n    yield None",
+            "async def prompt(self, request: v1.PromptRequest) -> v1.PromptResponse",
+        ),
+        (
+            acp.BaseAgent,
+            "def cancel(self, notification): ...",
+            "async def cancel(self, notification: v1.CancelNotification) -> None",
+        ),
+        (
+            acp.BaseClient,
+            "def session_update(self, notification): ...",
+            "async def session_update(self, notification: v1.SessionNotification) -> None",
+        ),
+        (
+            acp.BaseClient,
+            "def ext_method(self, method, params): ...",
+            "async def ext_method(self, method: str, params: Any) -> Any",
+        ),
+        (
+            acp.BaseAgentV2,
+            "def prompt(self, request): ...",
+            "async def prompt(self, request: v2.PromptRequest) -> str",
+        ),
+        (
+            acp.BaseClientV2,
+            "def session_update(self, notification): ...",
+            "async def session_update(self, notification: v2.UpdateSessionNotification) -> None",
+        ),
+    ],
+)
+def test_a_plain_def_handler_is_refused_with_the_signature_to_write(
+    base: type, source: str, expected: str
+) -> None:
+    namespace: dict[str, Any] = {}
+    exec(source, namespace)
+    function = next(v for k, v in namespace.items() if not k.startswith("__"))
+    with pytest.raises(TypeError) as caught:
+        type("Synchronous", (base,), {function.__name__: function})
+    message = str(caught.value)
+    assert message.startswith(f"Synchronous.{function.__name__}(")
+    assert "async" in message.split("Expected:")[0]
+    assert f"Expected: {expected}" in message
+
+
+def test_wrappers_that_return_a_coroutine_are_accepted() -> None:
+    def passing(method: Any) -> Any:
+        @functools.wraps(method)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return method(*args, **kwargs)
+
+        return wrapper
+
+    class Wrapped(acp.BaseAgent):
+        @passing
+        async def prompt(self, request: v1.PromptRequest) -> v1.PromptResponse:
+            return v1.PromptResponse(stop_reason="end_turn")
+
+        def cancel(self, *args: Any, **kwargs: Any) -> Any:
+            return self.prompt(*args, **kwargs)
+
+    assert Wrapped.prompt.__name__ == "prompt"

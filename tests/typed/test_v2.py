@@ -131,7 +131,7 @@ async def test_a_versioned_agent_speaks_what_initialize_asks(asked):
     ours, theirs = memory_pair()
     async with anyio.create_task_group() as group:
         group.start_soon(
-            lambda: typed_v2.serve_versioned_agent(v1=AgentV1(), v2=AgentV2(), transport=ours)
+            lambda: acp.serve_versioned_agent(v1=AgentV1(), v2=AgentV2(), transport=ours)
         )
         from tests.support import RawPeer
 
