@@ -17,6 +17,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ._lines import embed
+
 __all__ = ("export_html", "load_events", "page", "serve")
 
 
@@ -57,10 +59,7 @@ def _events_json(path: str | Path) -> str:
 
 def page(events_json: str | None, *, live: bool = False, title: str = "acp trace") -> str:
     """The viewer page; with ``events_json`` the events are inside it."""
-    data = ""
-    if events_json is not None:
-        # </script> inside a string would end the element: JSON allows "<\/".
-        data = events_json.replace("</", "<\\/")
+    data = "" if events_json is None else embed(events_json)
     return (
         _asset("viewer.html")
         .replace("/*STYLE*/", _asset("viewer.css"))
