@@ -17,6 +17,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ._lines import Skipped, embed, read_lines, warn_skipped
+
 __all__ = ("export_html", "load_events", "page", "serve")
 
 
@@ -25,42 +27,20 @@ def _asset(name: str) -> str:
 
 
 def load_events(path: str | Path) -> list[Any]:
-    """The events of an NDJSON trace; lines that are not JSON (a line still
-    being written, say) are skipped."""
-    events: list[Any] = []
-    with open(path, "rb") as file:
-        for line in file:
-            if not line.strip():
-                continue
-            try:
-                events.append(json.loads(line))
-            except ValueError:
-                continue
-    return events
+    """The events of an NDJSON trace. Lines that are not JSON objects are
+    skipped, with one warning on stderr (see ``read_lines``)."""
+    lines, skipped = read_lines(path)
+    warn_skipped(path, skipped)
+    return [json.loads(line) for line in lines]
 
 
-def _event_lines(path: str | Path) -> list[str]:
-    # Raw lines, joined later: no decoding and re-encoding of 100k events.
-    # A line that is not a whole object (one still being written) is left out.
-    parts: list[str] = []
-    with open(path, encoding="utf-8", errors="replace") as file:
-        for line in file:
-            line = line.strip()
-            if line.startswith("{") and line.endswith("}"):
-                parts.append(line)
-    return parts
-
-
-def _events_json(path: str | Path) -> str:
-    return "[" + ",".join(_event_lines(path)) + "]"
+def _events_json(lines: list[str]) -> str:
+    return "[" + ",".join(lines) + "]"
 
 
 def page(events_json: str | None, *, live: bool = False, title: str = "acp trace") -> str:
     """The viewer page; with ``events_json`` the events are inside it."""
-    data = ""
-    if events_json is not None:
-        # </script> inside a string would end the element: JSON allows "<\/".
-        data = events_json.replace("</", "<\\/")
+    data = "" if events_json is None else embed(events_json)
     return (
         _asset("viewer.html")
         .replace("/*STYLE*/", _asset("viewer.css"))
@@ -77,8 +57,9 @@ def _escape(text: str) -> str:
 
 def export_html(trace: str | Path, out: str | Path) -> int:
     """Write a self-contained page of ``trace`` to ``out``; the event count."""
-    lines = _event_lines(trace)
-    events_json = "[" + ",".join(lines) + "]"
+    lines, skipped = read_lines(trace)
+    warn_skipped(trace, skipped)
+    events_json = _events_json(lines)
     Path(out).write_text(page(events_json, title=Path(trace).name), encoding="utf-8")
     return len(lines)
 
@@ -86,6 +67,7 @@ def export_html(trace: str | Path, out: str | Path) -> int:
 class _Handler(http.server.BaseHTTPRequestHandler):
     trace: Path
     live: bool
+    warned: list[Skipped]  # the last warning given: one per change, not per request
 
     def do_GET(self) -> None:
         if self.path == "/":
@@ -93,9 +75,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             kind = "text/html; charset=utf-8"
         elif self.path == "/events":
             try:
-                body = _events_json(self.trace).encode()
+                lines, skipped = read_lines(self.trace, growing=self.live)
             except FileNotFoundError:
-                body = b"[]"
+                lines, skipped = [], Skipped()
+            if skipped != self.warned[0]:
+                self.warned[0] = skipped
+                warn_skipped(self.trace, skipped)
+            body = _events_json(lines).encode()
             kind = "application/json"
         else:
             self.send_error(404)
@@ -118,7 +104,9 @@ def make_server(
     trace: str | Path, *, port: int = 0, live: bool = False
 ) -> http.server.ThreadingHTTPServer:
     """A server for ``trace`` on 127.0.0.1 (not started)."""
-    handler = type("Handler", (_Handler,), {"trace": Path(trace), "live": live})
+    handler = type(
+        "Handler", (_Handler,), {"trace": Path(trace), "live": live, "warned": [Skipped()]}
+    )
     return http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
 
 

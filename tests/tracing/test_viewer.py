@@ -234,3 +234,177 @@ def test_acp_fast_trace_view_serves_on_localhost(demo_trace: Path):
         process.wait(timeout=10)
         assert process.stdout is not None
         process.stdout.close()
+
+
+# A message whose text would end the page's <script> element, one whose
+# "<!--<script>" would keep the element from ending, and the characters the
+# embedding escapes besides (docs/tracing.md, "The viewer").
+HOSTILE = "</script><script>window.pwned=1</script>"
+HOSTILE_TOO = "<!--<script>document.body.dataset.pwned=1</script>"
+ODD = "a & b &amp; \u2028 \u2029"
+
+
+def hostile_trace(path: Path) -> int:
+    """A three-message trace around the hostile one; its index."""
+    raw = {
+        "jsonrpc": "2.0",
+        "method": "session/update",
+        "params": {
+            "sessionId": "s-1",
+            "update": {
+                "sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": HOSTILE},
+            },
+            "_meta": {"more": HOSTILE_TOO, "odd": ODD},
+        },
+    }
+    hostile = {
+        "type": "notification", "ts": 0.2, "dir": "in", "hop": "h", "from": "Agent",
+        "to": "Client", "method": "session/update", "session": "s-1",
+        "params": raw["params"], "raw": raw,
+    }  # fmt: skip
+    around = [
+        {"type": "notification", "ts": t, "dir": "out", "hop": "h", "from": "Client",
+         "to": "Agent", "method": m, "raw": {"jsonrpc": "2.0", "method": m}}
+        for t, m in ((0.1, "_t/before"), (0.3, "_t/after"))
+    ]  # fmt: skip
+    events = [around[0], hostile, around[1]]
+    # ensure_ascii=False: the characters themselves, as a recorder writes them.
+    path.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in events), "utf-8")
+    return 1
+
+
+def assert_shows_the_hostile_message(dom: Elements, index: int) -> None:
+    body = next(attrs for tag, attrs, _ in dom.elements if tag == "body")
+    assert body.get("data-ready") == "true"
+    assert "data-pwned" not in body
+    shown = next(text for tag, attrs, text in dom.elements if attrs.get("id") == "detail-json")
+    raw = json.loads("".join(shown))
+    assert raw["params"]["update"]["content"]["text"] == HOSTILE
+    assert raw["params"]["_meta"] == {"more": HOSTILE_TOO, "odd": ODD}
+    rows = [attrs["data-index"] for attrs, _ in dom.having("row") if "data-index" in attrs]
+    assert rows == ["0", str(index), "2"]
+    assert not [tag for tag, _, _ in dom.elements if tag == "b"]
+
+
+def test_a_message_with_markup_renders_intact_in_the_exported_page(tmp_path: Path):
+    trace = tmp_path / "hostile.jsons"
+    index = hostile_trace(trace)
+    out = tmp_path / "hostile.html"
+    assert export_html(trace, out) == 3
+    text = out.read_text("utf-8")
+    data = text.split('<script id="trace-data" type="application/json">', 1)[1]
+    data = data.split("</script>", 1)[0]
+    for char in "<>&\u2028\u2029":
+        assert char not in data
+    assert json.loads(data)[index]["raw"]["params"]["update"]["content"]["text"] == HOSTILE
+    dom = Elements()
+    dom.feed(chromium(tmp_path, out.as_uri() + f"#event={index}", "--dump-dom"))
+    assert_shows_the_hostile_message(dom, index)
+
+
+def test_a_message_with_markup_renders_intact_in_the_live_page(tmp_path: Path):
+    trace = tmp_path / "hostile.jsons"
+    index = hostile_trace(trace)
+    server = make_server(trace, live=True)
+    import threading
+
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/#event={index}"
+        dom = Elements()
+        dom.feed(chromium(tmp_path, url, "--dump-dom"))
+        assert_shows_the_hostile_message(dom, index)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def damaged_trace(path: Path) -> list[dict[str, Any]]:
+    """Two events among lines that are not JSON objects; the events."""
+    events = [
+        {"type": "notification", "ts": t, "dir": "out", "hop": "h", "from": "Client",
+         "to": "Agent", "method": m, "raw": {"jsonrpc": "2.0", "method": m}}
+        for t, m in ((0.1, "_t/first"), (0.2, "_t/second"))
+    ]  # fmt: skip
+    lines = [
+        json.dumps(events[0]),
+        "garbage, not JSON",  # line 2: the first skipped
+        "[1, 2, 3]",
+        "",
+        '{"type": "notification", oops}',
+        json.dumps(events[1]),
+        # The last line of a recorder killed mid-write: cut, ending in "}".
+        '{"type":"notification","ts":0.3,"params":{"a":{"b":1}',
+    ]
+    path.write_text("\n".join(lines), "utf-8")
+    return events
+
+
+WARNING = "skipped 4 lines of {} that are not JSON objects (the first: line 2)"
+
+
+def test_lines_that_are_not_json_objects_are_skipped_with_one_warning(tmp_path: Path):
+    trace = tmp_path / "damaged.jsons"
+    events = damaged_trace(trace)
+    out = tmp_path / "damaged.html"
+    done = subprocess.run(
+        [sys.executable, "-m", "acp_fast", "trace", "view", str(trace), "--html", str(out)],
+        capture_output=True, text=True, timeout=PROCESS_TIMEOUT, check=True,
+    )  # fmt: skip
+    assert done.stdout == f"wrote {out} (2 events)\n"
+    assert done.stderr.splitlines() == ["acp-fast trace view: " + WARNING.format(trace)]
+    dom = Elements()
+    dom.feed(chromium(tmp_path, out.as_uri() + "#event=1", "--dump-dom"))
+    body = next(attrs for tag, attrs, _ in dom.elements if tag == "body")
+    assert body.get("data-ready") == "true"
+    rows = {attrs["data-index"]: text for attrs, text in dom.having("row") if "data-index" in attrs}
+    assert list(rows) == ["0", "1"]
+    assert "_t/first" in rows["0"] and "_t/second" in rows["1"]
+    shown = next(text for tag, attrs, text in dom.elements if attrs.get("id") == "detail-json")
+    assert json.loads("".join(shown)) == events[1]["raw"]
+
+
+def test_the_server_skips_them_too_and_warns_once(tmp_path: Path):
+    trace = tmp_path / "damaged.jsons"
+    events = damaged_trace(trace)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "acp_fast", "trace", "view", str(trace), "--no-open"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().split()[3]
+        for _ in range(3):  # reread each time, warned about once
+            assert json.loads(get(url + "events")) == events
+    finally:
+        process.terminate()
+        _, stderr = process.communicate(timeout=10)
+    assert stderr.splitlines() == ["acp-fast trace view: " + WARNING.format(trace)]
+
+
+def test_a_live_trace_does_not_count_the_line_being_written(tmp_path: Path, capfd: Any):
+    trace = tmp_path / "live.jsons"
+    trace.write_text('{"type":"notification","ts":0.1,"method":"a"}\n{"type":"notif')
+    server = make_server(trace, live=True)
+    import threading
+
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        assert [e["method"] for e in json.loads(get(base + "/events"))] == ["a"]
+        assert capfd.readouterr().err == ""
+        with trace.open("a") as file:
+            file.write("ication, cut}\n[]\n")
+        assert [e["method"] for e in json.loads(get(base + "/events"))] == ["a"]
+        assert json.loads(get(base + "/events")) == json.loads(get(base + "/events"))
+    finally:
+        server.shutdown()
+        server.server_close()
+    err = capfd.readouterr().err
+    assert err.splitlines() == [
+        f"acp-fast trace view: skipped 2 lines of {trace} that are not JSON objects"
+        " (the first: line 2)"
+    ]

@@ -9,18 +9,21 @@ usual way (see ``Subprocess``).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
 import anyio
 
 from ..._io.backend import current_backend
-from ..._io.channel import Channel
+from ..._io.channel import Channel, ChannelError
 from ..base import Transport
 from ..subprocess import Subprocess
 from .server import ServeConnection
 
 __all__ = ("bridge",)
+
+log = logging.getLogger("acp_fast.http")
 
 
 def bridge(command: Sequence[str], **subprocess_options: Any) -> ServeConnection:
@@ -45,10 +48,16 @@ def bridge(command: Sequence[str], **subprocess_options: Any) -> ServeConnection
 
 
 async def _copy(source: Channel, target: Channel) -> None:
-    while True:
-        data = await source.receive()
-        if not data:
-            await target.close_write()
-            return
-        target.write(data)
-        await target.drain()  # paced by the slower side
+    try:
+        while True:
+            data = await source.receive()
+            if not data:
+                await target.close_write()
+                return
+            target.write(data)
+            await target.drain()  # paced by the slower side
+    except ChannelError as exc:
+        # One side is gone (a client that dropped its socket, an agent that
+        # exited): the bridge ends and the agent is stopped, which is how a
+        # connection ends (docs/remote.md, "Serving"), not a failure to log.
+        log.debug("a bridged connection ended: %s", exc)

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import msgspec
 
 from ..._io.backend import current_backend
@@ -624,15 +625,30 @@ class _Resumed:
 
 async def _socket_sender(send: Send, mailbox: Mailbox, channel: SocketChannel) -> None:
     try:
+        unchecked = 0  # frames sent since the loop last ran
         while True:
+            if not mailbox.items:
+                unchecked = 0  # take() waits: the loop runs meanwhile
             items = await mailbox.take()
             if items is None:
                 break
             for item in items:
+                if unchecked == _SENDS_PER_CHECKPOINT:
+                    await anyio.lowlevel.checkpoint()
+                    unchecked = 0
                 await send({"type": "websocket.send", "text": item.decode()})
+                unchecked += 1
         await send({"type": "websocket.close", "code": channel.close_code})
     except OSError:
         mailbox.close()  # the client is gone: the agent's writes fail
+
+
+# A socket's write that fails (the client dropped it) tells the ASGI server
+# only in a callback the loop runs later; until then its send() writes on,
+# and asyncio logs "socket.send() raised exception." from the fifth write to
+# a lost socket. Letting the loop run every 4 frames, the server sees the
+# loss before that and its send() raises instead (docs/remote.md).
+_SENDS_PER_CHECKPOINT = 4
 
 
 def _hostname(host: str) -> str:

@@ -1,0 +1,161 @@
+"""A WebSocket client that drops its socket, against a real ``acp-fast serve``.
+
+A peer going away is a normal end (docs/remote.md, "Serving"): the server
+stops that connection's agent, logs no traceback and no asyncio
+"socket.send() raised exception." lines, and goes on serving others.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shlex
+import socket
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+import httpx
+import pytest
+from anyio.abc import SocketAttribute, SocketStream
+from websockets.client import ClientProtocol
+from websockets.frames import Frame
+from websockets.protocol import State
+from websockets.uri import parse_uri
+
+import acp_fast as acp
+from tests.remote.agent import RecordingClient
+
+from .test_cli import ROOT, free_port
+
+pytestmark = pytest.mark.anyio
+
+
+def start_server(port: int, kind: str, pids: Path, stderr: Path) -> subprocess.Popen[bytes]:
+    if kind == "bridge":
+        # Each connection's agent notes its pid, so the test can see it stopped.
+        python = shlex.quote(sys.executable)
+        agent = f"echo $$ >> {shlex.quote(str(pids))}; exec {python} -m tests.remote.agent"
+        target = ["--", "sh", "-c", agent]
+    else:  # in the server's process: it floods the socket's mailbox fastest
+        target = ["tests.remote.agent:RemoteTestAgent"]
+    command = [sys.executable, "-m", "acp_fast", "serve", "--http", f"127.0.0.1:{port}", *target]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with stderr.open("wb") as err:
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stderr=err)
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health").text == "ok":
+                return process
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline or process.poll() is not None:
+            process.kill()
+            raise RuntimeError("acp-fast serve did not start")
+        time.sleep(0.05)
+
+
+class RawClient:
+    """A WebSocket client on a bare TCP stream, so that it can drop it."""
+
+    def __init__(self, stream: SocketStream, url: str) -> None:
+        self.stream = stream
+        self.protocol = ClientProtocol(parse_uri(url))
+
+    async def handshake(self) -> None:
+        self.protocol.send_request(self.protocol.connect())
+        await self._flush()
+        while self.protocol.state is State.CONNECTING:
+            self.protocol.receive_data(await self.stream.receive())
+        self.protocol.events_received()  # the 101 response
+
+    async def send(self, message: dict[str, object]) -> None:
+        self.protocol.send_text(json.dumps(message).encode())
+        await self._flush()
+
+    async def receive(self) -> list[dict[str, object]]:
+        while True:
+            self.protocol.receive_data(await self.stream.receive())
+            frames = [e for e in self.protocol.events_received() if isinstance(e, Frame)]
+            if frames:
+                return [json.loads(frame.data) for frame in frames]
+
+    async def _flush(self) -> None:
+        for data in self.protocol.data_to_send():
+            if data:
+                await self.stream.send(data)
+
+    async def drop(self) -> None:
+        """Close the TCP socket at once: no Close frame, a reset (SO_LINGER 0)."""
+        sock = self.stream.extra(SocketAttribute.raw_socket)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        await self.stream.aclose()
+
+
+def wait_exited(pid: int, timeout: float) -> bool:
+    """Whether ``pid`` (not our child) exits within ``timeout``: its pidfd is
+    readable once it has."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        return bool(select.select([pidfd], [], [], timeout)[0])
+    finally:
+        os.close(pidfd)
+
+
+@pytest.mark.parametrize("kind", ["bridge", "factory"])
+async def test_a_dropped_socket_ends_quietly_and_others_are_served(
+    tmp_path: Path, kind: str
+) -> None:
+    port = free_port()
+    pids, stderr = tmp_path / "pids", tmp_path / "stderr"
+    server = start_server(port, kind, pids, stderr)
+    url = f"ws://127.0.0.1:{port}/acp"
+    try:
+        with anyio.fail_after(30):
+            stream = await anyio.connect_tcp("127.0.0.1", port)
+            client = RawClient(stream, url)
+            await client.handshake()
+            await client.send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                               "params": {"protocolVersion": 1}})  # fmt: skip
+            await client.send({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+                               "params": {"cwd": "/", "mcpServers": []}})  # fmt: skip
+            answered: set[object] = set()
+            while 2 not in answered:
+                answered.update(m.get("id") for m in await client.receive())
+            prompt = {"sessionId": "s-1", "prompt": [{"type": "text", "text": "many 1000000"}]}
+            await client.send({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                               "params": prompt})  # fmt: skip
+            # The barrier: the agent is streaming updates when the socket drops.
+            while not any(m.get("method") == "session/update" for m in await client.receive()):
+                pass
+            await client.drop()
+
+            # Another client is served meanwhile, by an agent of its own.
+            recording = RecordingClient()
+            transport = acp.WebSocketTransport(url)
+            async with acp.connect_to_agent(recording, transport) as agent:
+                await agent.initialize()
+                session = await agent.new_session(cwd="/")
+                result = await agent.prompt(session.session_id, "many 5")
+                assert result.stop_reason == "end_turn"
+                assert recording.updates == [f"{n} " for n in range(5)]
+            if kind == "bridge":
+                first, second = map(int, pids.read_text().split())
+                # Stopped: its stdin closed, then terminated (docs/remote.md).
+                assert await anyio.to_thread.run_sync(wait_exited, first, 20.0)
+    finally:
+        server.terminate()
+        server.wait(10)
+    log = stderr.read_text()
+    assert "Traceback" not in log
+    assert "socket.send() raised" not in log
+    assert "an ACP connection failed" not in log
