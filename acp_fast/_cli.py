@@ -267,7 +267,9 @@ def _serve(parser: argparse.ArgumentParser) -> Runner:
     "record an editor-agent conversation, or view a trace",
     "acp-fast trace --out FILE -- AGENT_CMD... runs the agent and sits between it and "
     "the editor on stdio, forwarding every byte and recording every line to FILE "
-    "(docs/tracing.md); the editor runs this command instead of the agent's. "
+    "(docs/tracing.md); the editor runs this command instead of the agent's. It exits "
+    "as the agent did; on SIGTERM or SIGINT it stops the agent, closes the trace "
+    "whole and exits 128+N. "
     "acp-fast trace view FILE serves the trace viewer on 127.0.0.1 (--live follows a "
     "file still being recorded, --html OUT writes one self-contained page, --no-open "
     "opens no browser).",
@@ -279,7 +281,12 @@ def _serve(parser: argparse.ArgumentParser) -> Runner:
 )
 def _trace(parser: argparse.ArgumentParser) -> Runner:
     # Its arguments hold a command line of their own: main() hands them to
-    # the trace module before argparse sees them; this entry is for --help.
+    # the trace module before argparse sees them; this entry is for --help,
+    # which shows the options of both forms.
+    from ._trace_cli import add_help_arguments
+
+    add_help_arguments(parser)
+
     def run(args: argparse.Namespace) -> int:
         from ._trace_cli import main as trace_main
 

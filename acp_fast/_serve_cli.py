@@ -16,9 +16,20 @@ __all__ = ("add_arguments", "run_serve")
 
 def add_arguments(serve: argparse.ArgumentParser) -> None:
     """The options of ``acp-fast serve``."""
-    serve.add_argument("--http", default="127.0.0.1:8000", metavar="HOST:PORT")
-    serve.add_argument("--path", default="/acp")
-    serve.add_argument("--token", default=os.environ.get("ACP_FAST_TOKEN"))
+    serve.add_argument(
+        "--http",
+        default="127.0.0.1:8000",
+        metavar="HOST:PORT",
+        help="the address to listen on (default: 127.0.0.1:8000; [::1]:PORT for IPv6)",
+    )
+    serve.add_argument(
+        "--path", default="/acp", help="the URL path of the endpoint (default: /acp)"
+    )
+    serve.add_argument(
+        "--token",
+        default=os.environ.get("ACP_FAST_TOKEN"),
+        help="require Authorization: Bearer TOKEN (default: $ACP_FAST_TOKEN, else none)",
+    )
     serve.add_argument(
         "--allowed-host",
         action="append",
@@ -26,9 +37,26 @@ def add_arguments(serve: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="a Host name clients use (besides loopback); '*' allows any",
     )
-    serve.add_argument("--allowed-origin", action="append", default=[], metavar="ORIGIN")
-    serve.add_argument("--idle-timeout", type=float, default=300.0, metavar="SECONDS")
-    serve.add_argument("target", nargs=argparse.REMAINDER, help="`-- CMD ARGS...` or module:name")
+    serve.add_argument(
+        "--allowed-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="an Origin a browser page may connect from (default: none); '*' allows any",
+    )
+    serve.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="close an HTTP connection with no request or reader this long (default: 300)",
+    )
+    serve.add_argument(
+        "target",
+        nargs=argparse.REMAINDER,
+        metavar="-- AGENT_CMD... | module:factory",
+        help="a stdio agent's command line after --, or a Python factory",
+    )
 
 
 def run_serve(args: argparse.Namespace) -> int:

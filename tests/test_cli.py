@@ -192,3 +192,40 @@ def test_ctrl_c_exits_130_quietly(name: str, backend: str) -> None:
         _, stderr = process.communicate(timeout=30)
     assert process.returncode == 130
     assert stderr == b""
+
+
+def test_trace_help_shows_out_and_the_view_options() -> None:
+    done = run_cli("trace", "--help")
+    assert done.returncode == 0
+    assert done.stdout.startswith("usage: acp-fast trace --out FILE -- AGENT_CMD...\n")
+    assert "acp-fast trace view FILE" in done.stdout
+    for option in ("--out FILE", "AGENT_CMD", "--html OUT", "--live", "--port PORT", "--no-open"):
+        assert f"\n  {option} " in done.stdout, option
+
+
+def help_texts(help_output: str) -> dict[str, str]:
+    """Each option of an argparse help's option list, with its help text."""
+    options: dict[str, str] = {}
+    current = ""
+    for line in help_output.split("\noptions:\n", 1)[1].split("\n\n", 1)[0].splitlines():
+        if line.startswith("  -"):
+            current, _, text = line.strip().partition("  ")
+            options[current] = text.strip()
+        elif current:
+            options[current] = f"{options[current]} {line.strip()}".strip()
+    return options
+
+
+def test_every_serve_option_has_a_help_text() -> None:
+    done = run_cli("serve", "--help")
+    assert done.returncode == 0
+    options = help_texts(done.stdout)
+    assert set(options) >= {
+        "--http HOST:PORT",
+        "--path PATH",
+        "--token TOKEN",
+        "--allowed-host NAME",
+        "--allowed-origin ORIGIN",
+        "--idle-timeout SECONDS",
+    }
+    assert all(options.values()), options
