@@ -96,13 +96,15 @@ def _record(argv: list[str]) -> int:
 
 def _view(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
-        prog="acp-fast trace view", description="Show a trace file as a sequence diagram."
+        prog="acp-fast trace view",
+        usage="%(prog)s FILE [--html OUT] [--live] [--port PORT] [--no-open]",
+        description="Show a trace file as a sequence diagram.",
     )
     parser.add_argument("file", nargs="?", help="an NDJSON trace (docs/tracing.md)")
     _add_view_arguments(parser)
     args = _parse(parser, argv)
     if args.file is None:
-        parser.error("the following arguments are required: file")
+        parser.error("the following arguments are required: FILE")
     from ._viewer import export_html, serve
 
     if args.html:

@@ -93,6 +93,35 @@ def test_unknown_option_is_a_usage_error() -> None:
     assert "Traceback" not in done.stderr and "unrecognized arguments" in done.stderr
 
 
+def assert_usage_error(done: subprocess.CompletedProcess[str], prog: str, message: str) -> None:
+    """argparse's way: the command's usage, then one error line, status 2."""
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"usage: {prog} ")
+    assert done.stderr.splitlines()[-1] == f"{prog}: error: {message}"
+
+
+@pytest.mark.parametrize(
+    ("args", "prog", "message"),
+    [
+        (["--bogus"], "acp-fast", "unrecognized arguments: --bogus"),
+        (["--bogus", "demo"], "acp-fast", "unrecognized arguments: --bogus"),
+        (["demo", "--bogus"], "acp-fast demo", "unrecognized arguments: --bogus"),
+        # An unknown option comes before a missing one.
+        (["conductor", "--bogus"], "acp-fast conductor", "unrecognized arguments: --bogus"),
+        (["conductor"], "acp-fast conductor", "the following arguments are required: --agent"),
+        (["trace", "view", "--bogus"], "acp-fast trace view", "unrecognized arguments: --bogus"),
+        (["trace", "view"], "acp-fast trace view", "the following arguments are required: FILE"),
+        (["trace", "--bogus", "--", "cat"], "acp-fast trace", "unrecognized arguments: --bogus"),
+        ([], "acp-fast", "give a COMMAND ('acp-fast --help' lists them)"),
+    ],
+)
+def test_usage_errors_name_the_command_and_the_problem(
+    args: list[str], prog: str, message: str
+) -> None:
+    assert_usage_error(run_cli(*args), prog, message)
+
+
 @pytest.mark.parametrize("name", ["demo", "example-agent", "example-proxy"])
 def test_trio_backend_without_trio_names_the_extra(name: str) -> None:
     done = run_cli(name, "--backend", "trio", prelude=hidden("trio"))
