@@ -12,6 +12,7 @@ import platform
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -258,3 +259,74 @@ def test_every_serve_option_has_a_help_text() -> None:
         "--idle-timeout SECONDS",
     }
     assert all(options.values()), options
+
+
+def run_piped(*args: str) -> subprocess.CompletedProcess[str]:
+    """``acp-fast ARGS`` with stdin a pipe that is closed at once, as an
+    editor's would be (the conductor watches a pipe for hang-ups)."""
+    return subprocess.run(
+        [sys.executable, "-m", "acp_fast", *args],
+        capture_output=True,
+        text=True,
+        input="",
+        timeout=50,
+    )
+
+
+def assert_error_line(done: subprocess.CompletedProcess[str], start: str) -> None:
+    assert done.returncode == 2, done.stderr
+    assert_one_line(done.stderr)
+    assert done.stderr.startswith(start), done.stderr
+
+
+MISSING = "no-such-agent-command"
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+@pytest.mark.parametrize("run", [run_cli, run_piped], ids=["devnull", "pipe"])
+@pytest.mark.parametrize("which", ["--agent", "--proxy"])
+def test_conductor_with_a_missing_command_is_one_line(
+    which: str, run: Callable[..., subprocess.CompletedProcess[str]], backend: str
+) -> None:
+    agent = MISSING if which == "--agent" else f"{sys.executable} -m acp_fast example-agent"
+    extra = ["--proxy", MISSING] if which == "--proxy" else []
+    done = run("conductor", "--backend", backend, "--agent", agent, *extra)
+    assert_error_line(done, "acp-fast conductor: cannot start a component: ")
+    assert MISSING in done.stderr
+
+
+def test_conductor_with_an_empty_command_is_one_line() -> None:
+    done = run_cli("conductor", "--agent", " ")
+    assert_error_line(done, "acp-fast conductor: a --proxy or --agent command is empty")
+
+
+def unwritable_paths(tmp_path: Path) -> list[Path]:
+    """A file in a missing directory, a directory, and (unless we are root,
+    whom permissions do not stop) a file in a read-only directory."""
+    paths = [tmp_path / "missing" / "t.jsons", tmp_path]
+    if os.geteuid() != 0:
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        paths.append(locked / "t.jsons")
+    return paths
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_conductor_with_an_unwritable_trace_is_one_line(backend: str, tmp_path: Path) -> None:
+    for path in unwritable_paths(tmp_path):
+        done = run_piped("conductor", "--backend", backend, "--trace", str(path), "--agent", "cat")
+        assert_error_line(done, "acp-fast conductor: cannot write the trace: ")
+        assert str(path) in done.stderr
+
+
+def test_trace_with_an_unwritable_out_is_one_line(tmp_path: Path) -> None:
+    for path in unwritable_paths(tmp_path):
+        done = run_piped("trace", "--out", str(path), "--", "cat")
+        assert_error_line(done, "acp-fast trace: cannot write the trace: ")
+        assert str(path) in done.stderr
+
+
+def test_trace_with_a_missing_agent_command_is_one_line(tmp_path: Path) -> None:
+    done = run_piped("trace", "--out", str(tmp_path / "t.jsons"), "--", MISSING)
+    assert_error_line(done, "acp-fast trace: cannot start the agent: ")
+    assert MISSING in done.stderr
