@@ -330,3 +330,59 @@ def test_trace_with_a_missing_agent_command_is_one_line(tmp_path: Path) -> None:
     done = run_piped("trace", "--out", str(tmp_path / "t.jsons"), "--", MISSING)
     assert_error_line(done, "acp-fast trace: cannot start the agent: ")
     assert MISSING in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("address", "shown"),
+    [("foo", "'foo'"), ("127.0.0.1:99999", "'127.0.0.1:99999'"), ("localhost:x", "'localhost:x'")],
+)
+def test_serve_with_a_bad_address_is_a_usage_error(address: str, shown: str) -> None:
+    pytest.importorskip("uvicorn")
+    done = run_cli("serve", "--http", address, "--", "cat")
+    assert_usage_error(
+        done, "acp-fast serve", f"argument --http: wants HOST:PORT with a port 0-65535, not {shown}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "give `-- AGENT_CMD...` or `module:factory`"),
+        (["--"], "give the agent command after --"),
+        (
+            ["--http", "0.0.0.0:8000", "--", "cat"],
+            "listening on '0.0.0.0' needs --allowed-host NAME",
+        ),
+    ],
+)
+def test_serve_without_a_target_is_a_usage_error(args: list[str], message: str) -> None:
+    pytest.importorskip("uvicorn")
+    assert_usage_error(run_cli("serve", *args), "acp-fast serve", message)
+
+
+BROKEN_MODULE = "raise RuntimeError('broken at import')\n"
+AGENTS_MODULE = "NAME = 'not callable'\n"
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        (
+            "no_such_module_here:Agent",
+            "cannot import 'no_such_module_here': ModuleNotFoundError: "
+            "No module named 'no_such_module_here'",
+        ),
+        ("broken_agents:Agent", "cannot import 'broken_agents': RuntimeError: broken at import"),
+        ("my_agents:Missing", "'my_agents:Missing': 'my_agents' has no attribute 'Missing'"),
+        ("my_agents:NAME", "'my_agents:NAME' is a str, not a factory"),
+        (":Agent", "':Agent' is not module:factory"),
+        ("-- no-such-agent-command", "cannot start the agent: no such command"),
+    ],
+)
+def test_serve_with_a_bad_target_is_one_line(target: str, message: str, tmp_path: Path) -> None:
+    pytest.importorskip("uvicorn")
+    (tmp_path / "broken_agents.py").write_text(BROKEN_MODULE)
+    (tmp_path / "my_agents.py").write_text(AGENTS_MODULE)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    done = run_cli("serve", *target.split(), env=env)
+    assert_error_line(done, f"acp-fast serve: {message}")
