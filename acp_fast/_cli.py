@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     import argparse
     from pathlib import Path
 
-__all__ = ("MissingExtra", "Runner", "command", "main", "require")
+__all__ = ("MissingExtra", "Runner", "UsageError", "command", "main", "require")
 
 #: Runs a parsed subcommand; returns the exit status.
 Runner = Callable[["argparse.Namespace"], int]
@@ -50,6 +50,11 @@ class MissingExtra(Exception):
 
     def __init__(self, what: str, extra: str) -> None:
         super().__init__(f"{what} needs the '{extra}' extra: pip install 'acp-fast[{extra}]'")
+
+
+class UsageError(Exception):
+    """A command's arguments do not make sense together: reported as argparse
+    reports its own errors (the command's usage, one line, status 2)."""
 
 
 def require(module: str, *, extra: str, what: str) -> None:
@@ -220,13 +225,17 @@ def _conductor(parser: argparse.ArgumentParser) -> Runner:
     parser.add_argument(
         "--proxy", action="append", default=[], metavar="CMD", help="a proxy command"
     )
-    parser.add_argument("--agent", required=True, metavar="CMD", help="the agent command")
+    parser.usage = "%(prog)s [--proxy CMD]... --agent CMD [--trace FILE] [--backend NAME]"
+    # Checked in run(), so that an unknown option is reported first.
+    parser.add_argument("--agent", metavar="CMD", help="the agent command (required)")
     parser.add_argument(
         "--trace", metavar="FILE", help="record every hop's messages to FILE (docs/tracing.md)"
     )
     _add_backend(parser)
 
     def run(args: argparse.Namespace) -> int:
+        if args.agent is None:
+            raise UsageError("the following arguments are required: --agent")
         _require_backend(args.backend, "acp-fast conductor")
         from .conductor import run_conductor
 
@@ -267,7 +276,9 @@ def _serve(parser: argparse.ArgumentParser) -> Runner:
     "record an editor-agent conversation, or view a trace",
     "acp-fast trace --out FILE -- AGENT_CMD... runs the agent and sits between it and "
     "the editor on stdio, forwarding every byte and recording every line to FILE "
-    "(docs/tracing.md); the editor runs this command instead of the agent's. "
+    "(docs/tracing.md); the editor runs this command instead of the agent's. It exits "
+    "as the agent did; on SIGTERM or SIGINT it stops the agent, closes the trace "
+    "whole and exits 128+N. "
     "acp-fast trace view FILE serves the trace viewer on 127.0.0.1 (--live follows a "
     "file still being recorded, --html OUT writes one self-contained page, --no-open "
     "opens no browser).",
@@ -279,7 +290,12 @@ def _serve(parser: argparse.ArgumentParser) -> Runner:
 )
 def _trace(parser: argparse.ArgumentParser) -> Runner:
     # Its arguments hold a command line of their own: main() hands them to
-    # the trace module before argparse sees them; this entry is for --help.
+    # the trace module before argparse sees them; this entry is for --help,
+    # which shows the options of both forms.
+    from ._trace_cli import add_help_arguments
+
+    add_help_arguments(parser)
+
     def run(args: argparse.Namespace) -> int:
         from ._trace_cli import main as trace_main
 
@@ -422,9 +438,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action=VersionAction)
-    commands = parser.add_subparsers(
-        title="commands", dest="command", required=True, metavar="COMMAND"
-    )
+    # Not required here: main() reports an unknown option before a missing
+    # command, which argparse would report first.
+    commands = parser.add_subparsers(title="commands", dest="command", metavar="COMMAND")
     for entry in _COMMANDS:
         examples = "\n".join(f"  {line}" for line in entry.examples)
         sub = commands.add_parser(
@@ -434,6 +450,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
             epilog=f"examples:\n{examples}" if examples else None,
             formatter_class=HelpFormatter,
         )
+        sub.set_defaults(parser=sub)
         if chosen in (None, entry.name):
             sub.set_defaults(run=entry.setup(sub))
     return parser
@@ -459,8 +476,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if backend is not None:
             status = _run_example_agent(backend)
         else:
-            args = build_parser(argv).parse_args(argv)
-            status = args.run(args)
+            status = _parse_and_run(build_parser(argv), arguments)
         sys.stdout.flush()
         return status
     except MissingExtra as exc:
@@ -475,6 +491,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         if _only(exc, KeyboardInterrupt):
             return EXIT_INTERRUPTED
         raise
+
+
+def _parse_and_run(parser: argparse.ArgumentParser, arguments: list[str]) -> int:
+    """Parse ``arguments`` and run the command; usage errors exit 2 with the
+    usage of the command they belong to."""
+    args, extra = parser.parse_known_args(arguments)
+    used: argparse.ArgumentParser = getattr(args, "parser", parser)
+    if extra:
+        before = args.command is None or arguments.index(extra[0]) < arguments.index(args.command)
+        (parser if before else used).error(f"unrecognized arguments: {' '.join(extra)}")
+    if args.command is None:
+        parser.error("give a COMMAND ('acp-fast --help' lists them)")
+    try:
+        return args.run(args)  # type: ignore[no-any-return]
+    except UsageError as exc:
+        used.error(str(exc))
 
 
 def _only(exc: BaseException, kind: type[BaseException]) -> bool:

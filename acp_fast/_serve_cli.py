@@ -9,16 +9,29 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import sys
 from typing import Any
 
-__all__ = ("add_arguments", "run_serve")
+__all__ = ("add_arguments", "host_port", "run_serve")
 
 
 def add_arguments(serve: argparse.ArgumentParser) -> None:
     """The options of ``acp-fast serve``."""
-    serve.add_argument("--http", default="127.0.0.1:8000", metavar="HOST:PORT")
-    serve.add_argument("--path", default="/acp")
-    serve.add_argument("--token", default=os.environ.get("ACP_FAST_TOKEN"))
+    serve.add_argument(
+        "--http",
+        default=("127.0.0.1", 8000),
+        type=host_port,
+        metavar="HOST:PORT",
+        help="the address to listen on (default: 127.0.0.1:8000; [::1]:PORT for IPv6)",
+    )
+    serve.add_argument(
+        "--path", default="/acp", help="the URL path of the endpoint (default: /acp)"
+    )
+    serve.add_argument(
+        "--token",
+        default=os.environ.get("ACP_FAST_TOKEN"),
+        help="require Authorization: Bearer TOKEN (default: $ACP_FAST_TOKEN, else none)",
+    )
     serve.add_argument(
         "--allowed-host",
         action="append",
@@ -26,20 +39,55 @@ def add_arguments(serve: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="a Host name clients use (besides loopback); '*' allows any",
     )
-    serve.add_argument("--allowed-origin", action="append", default=[], metavar="ORIGIN")
-    serve.add_argument("--idle-timeout", type=float, default=300.0, metavar="SECONDS")
-    serve.add_argument("target", nargs=argparse.REMAINDER, help="`-- CMD ARGS...` or module:name")
+    serve.add_argument(
+        "--allowed-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="an Origin a browser page may connect from (default: none); '*' allows any",
+    )
+    serve.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="close an HTTP connection with no request or reader this long (default: 300)",
+    )
+    serve.add_argument(
+        "target",
+        nargs=argparse.REMAINDER,
+        metavar="-- AGENT_CMD... | module:factory",
+        help="a stdio agent's command line after --, or a Python factory",
+    )
+
+
+def host_port(text: str) -> tuple[str, int]:
+    """``--http HOST:PORT`` (``[::1]:PORT`` for IPv6), checked as it is parsed."""
+    host, _, port = text.rpartition(":")
+    host = host.strip("[]")
+    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"wants HOST:PORT with a port 0-65535, not {text!r}")
+    return host, int(port)
+
+
+class _Failed(Exception):
+    """What ``run_serve`` reports in one line, exit status 2."""
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    from .http import AcpApp, ServerOptions, serve
-
-    host, _, port = args.http.rpartition(":")
-    if not host or not port.isdigit():
-        raise SystemExit(f"--http wants HOST:PORT, not {args.http!r}")
-    host = host.strip("[]")
-    target = list(args.target)
+    from ._cli import UsageError
     from ._transports.remote.server import LOCAL_HOSTS
+
+    host, port = args.http
+    target = list(args.target)
+    if target[:1] == ["--"]:
+        if len(target) < 2:
+            raise UsageError("give the agent command after --")
+    elif len(target) != 1 or ":" not in target[0]:
+        raise UsageError("give `-- AGENT_CMD...` or `module:factory`")
+    if not args.allowed_host and host not in LOCAL_HOSTS:
+        raise UsageError(f"listening on {host!r} needs --allowed-host NAME")
+    from .http import AcpApp, ServerOptions, serve
 
     options = ServerOptions(
         path=args.path,
@@ -48,26 +96,46 @@ def run_serve(args: argparse.Namespace) -> int:
         allowed_origins=tuple(args.allowed_origin),
         idle_timeout=args.idle_timeout,
     )
-    if target and target[0] == "--":
+    if target[0] == "--":
+        import shutil
+
         from ._transports.remote.bridge import bridge
 
-        if len(target) < 2:
-            raise SystemExit("serve: give the agent command after --")
+        if shutil.which(target[1]) is None:
+            # Started per connection: a missing command would fail each one.
+            print(
+                f"acp-fast serve: cannot start the agent: no such command: {target[1]!r}",
+                file=sys.stderr,
+            )
+            return 2
         app = AcpApp(serve=bridge(target[1:]), options=options)
-    elif len(target) == 1 and ":" in target[0]:
-        app = AcpApp(_load_factory(target[0]), options=options)
     else:
-        raise SystemExit("serve: give `-- AGENT_CMD...` or `module:factory`")
-    if not args.allowed_host and host not in LOCAL_HOSTS:
-        raise SystemExit(f"serve: listening on {host!r} needs --allowed-host NAME")
-    serve(app, host=host, port=int(port), log_level="info")
+        try:
+            app = AcpApp(_load_factory(target[0]), options=options)
+        except _Failed as exc:
+            print(f"acp-fast serve: {exc}", file=sys.stderr)
+            return 2
+    serve(app, host=host, port=port, log_level="info")
     return 0
 
 
 def _load_factory(spec: str) -> Any:
+    """The object ``module:name`` names (``name`` may be dotted); it must be callable."""
     module_name, _, name = spec.partition(":")
-    module = importlib.import_module(module_name)
-    factory = module
+    if not module_name or not name:
+        raise _Failed(f"{spec!r} is not module:factory")
+    try:
+        factory: Any = importlib.import_module(module_name)
+    except Exception as exc:  # its own import error, a syntax error, ...
+        raise _Failed(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}") from exc
     for part in name.split("."):
-        factory = getattr(factory, part)
+        try:
+            factory = getattr(factory, part)
+        except AttributeError:
+            raise _Failed(f"{spec!r}: {module_name!r} has no attribute {name!r}") from None
+    if not callable(factory):
+        raise _Failed(
+            f"{spec!r} is a {type(factory).__name__}, not a factory "
+            "(a BaseAgent class, or a function returning an agent or a builder)"
+        )
     return factory

@@ -3,7 +3,8 @@
 ``acp-fast trace --out FILE -- AGENT_CMD...`` runs the agent and sits between
 it and the editor on stdio: the bytes are forwarded as they are, both ways,
 and every line is recorded to FILE (docs/tracing.md). The editor runs this
-command instead of the agent's.
+command instead of the agent's. On SIGTERM or SIGINT the agent is stopped,
+the trace is closed whole (summary line last), and it exits 128 + N.
 
 ``acp-fast trace view FILE`` serves the trace viewer on 127.0.0.1 and opens
 it in a browser (``--no-open`` does not); ``--live`` follows a file still
@@ -14,19 +15,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
-import threading
 from collections.abc import Sequence
-from typing import BinaryIO
 
-from ._async.observe import INCOMING, OUTGOING
-from ._async.trace import TraceWriter
+__all__ = ("USAGE", "add_help_arguments", "main")
 
-__all__ = ("main",)
-
-_HOP = "client-agent"
-_CHUNK = 64 * 1024
+USAGE = (
+    "%(prog)s --out FILE -- AGENT_CMD...\n"
+    "       %(prog)s view FILE [--html OUT] [--live] [--port PORT] [--no-open]"
+)
 
 
 def main(argv: Sequence[str]) -> int:
@@ -37,110 +34,79 @@ def main(argv: Sequence[str]) -> int:
     return _record(argv)
 
 
+def add_help_arguments(parser: argparse.ArgumentParser) -> None:
+    """What ``acp-fast trace --help`` shows: recording's options and view's."""
+    parser.usage = USAGE
+    _add_record_arguments(parser)
+    parser.add_argument(
+        "command", nargs="*", metavar="AGENT_CMD", help="the agent's command line, after --"
+    )
+    view = parser.add_argument_group(
+        "acp-fast trace view FILE", "show the trace FILE (NDJSON) as a sequence diagram"
+    )
+    _add_view_arguments(view)
+
+
+def _add_record_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--out", metavar="FILE", help="the trace file to write (truncated first); required"
+    )
+
+
+def _add_view_arguments(group: argparse._ActionsContainer) -> None:
+    group.add_argument("--html", metavar="OUT", help="write a self-contained page to OUT")
+    group.add_argument("--live", action="store_true", help="follow the file as it grows")
+    group.add_argument(
+        "--port", type=int, default=0, help="serve on this port of 127.0.0.1 (default: any)"
+    )
+    group.add_argument("--no-open", action="store_true", help="do not open a browser")
+
+
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """``parse_args``, but an unknown option is reported before a missing
+    argument (argparse reports the missing one first)."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def _record(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="acp-fast trace",
-        usage="acp-fast trace --out FILE -- AGENT_CMD...\n       acp-fast trace view FILE",
+        usage=USAGE,
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--out", required=True, metavar="FILE", help="the trace file to write")
+    _add_record_arguments(parser)
     if "--" in argv:
         split = argv.index("--")
         options, command = argv[:split], argv[split + 1 :]
     else:
         options, command = argv, []
-    args = parser.parse_args(options)
+    args = _parse(parser, options)
+    if args.out is None:
+        parser.error("the following arguments are required: --out")
     if not command:
         parser.error("give the agent command after --")
-    writer = TraceWriter(args.out)
-    try:
-        agent = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
-    except OSError as exc:
-        writer.close()
-        print(f"acp-fast trace: cannot start the agent: {exc}", file=sys.stderr)
-        return 2
-    assert agent.stdin is not None and agent.stdout is not None
-    lock = threading.Lock()
+    from ._trace_tap import tap
 
-    def record(direction: str, line: bytes) -> None:
-        sender, receiver = ("Client", "Agent") if direction is OUTGOING else ("Agent", "Client")
-        with lock:
-            writer.record(direction, _HOP, sender, receiver, line)
-
-    # Editor to agent: in a thread, so that the agent's output is forwarded
-    # meanwhile; closing the agent's input when the editor's ends.
-    upstream = threading.Thread(
-        target=_pump,
-        args=(sys.stdin.buffer.fileno(), agent.stdin, OUTGOING, record),
-        daemon=True,
-    )
-    upstream.start()
-    _pump(agent.stdout.fileno(), None, INCOMING, record)
-    status = agent.wait()
-    writer.close()
-    if writer.dropped:
-        print(f"acp-fast trace: {writer.dropped} messages not recorded", file=sys.stderr)
-    return status
-
-
-def _pump(
-    source: int,
-    target: BinaryIO | None,
-    direction: str,
-    record: object,
-) -> None:
-    """Copy ``source`` to ``target`` (our stdout when None), recording each line."""
-    assert callable(record)
-    partial = b""
-    while True:
-        try:
-            data = os.read(source, _CHUNK)
-        except OSError:
-            data = b""
-        if not data:
-            break
-        try:
-            if target is None:
-                _write_all(1, data)
-            else:
-                target.write(data)
-        except OSError:
-            break  # the reader went away; what it missed is still recorded
-        finally:
-            lines = (partial + data).split(b"\n")
-            partial = lines.pop()
-            for line in lines:
-                if line.strip():
-                    record(direction, line)
-    if partial.strip():
-        record(direction, partial)
-    if target is not None:
-        try:
-            target.close()
-        except OSError:
-            pass
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
+    return tap(args.out, command)
 
 
 def _view(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="acp-fast trace view",
+        usage="%(prog)s FILE [--html OUT] [--live] [--port PORT] [--no-open]",
+        description="Show a trace file as a sequence diagram.",
+    )
+    parser.add_argument("file", nargs="?", help="an NDJSON trace (docs/tracing.md)")
+    _add_view_arguments(parser)
+    args = _parse(parser, argv)
+    if args.file is None:
+        parser.error("the following arguments are required: FILE")
     from ._viewer import export_html, serve
 
-    parser = argparse.ArgumentParser(
-        prog="acp-fast trace view", description="Show a trace file as a sequence diagram."
-    )
-    parser.add_argument("file", help="an NDJSON trace (docs/tracing.md)")
-    parser.add_argument("--html", metavar="OUT", help="write a self-contained page to OUT")
-    parser.add_argument("--live", action="store_true", help="follow the file as it grows")
-    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any)")
-    parser.add_argument("--no-open", action="store_true", help="do not open a browser")
-    args = parser.parse_args(argv)
     if args.html:
         try:
             count = export_html(args.file, args.html)

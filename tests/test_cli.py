@@ -12,6 +12,7 @@ import platform
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -91,6 +92,35 @@ def test_unknown_option_is_a_usage_error() -> None:
     done = run_cli("demo", "--no-such-option")
     assert done.returncode == 2
     assert "Traceback" not in done.stderr and "unrecognized arguments" in done.stderr
+
+
+def assert_usage_error(done: subprocess.CompletedProcess[str], prog: str, message: str) -> None:
+    """argparse's way: the command's usage, then one error line, status 2."""
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"usage: {prog} ")
+    assert done.stderr.splitlines()[-1] == f"{prog}: error: {message}"
+
+
+@pytest.mark.parametrize(
+    ("args", "prog", "message"),
+    [
+        (["--bogus"], "acp-fast", "unrecognized arguments: --bogus"),
+        (["--bogus", "demo"], "acp-fast", "unrecognized arguments: --bogus"),
+        (["demo", "--bogus"], "acp-fast demo", "unrecognized arguments: --bogus"),
+        # An unknown option comes before a missing one.
+        (["conductor", "--bogus"], "acp-fast conductor", "unrecognized arguments: --bogus"),
+        (["conductor"], "acp-fast conductor", "the following arguments are required: --agent"),
+        (["trace", "view", "--bogus"], "acp-fast trace view", "unrecognized arguments: --bogus"),
+        (["trace", "view"], "acp-fast trace view", "the following arguments are required: FILE"),
+        (["trace", "--bogus", "--", "cat"], "acp-fast trace", "unrecognized arguments: --bogus"),
+        ([], "acp-fast", "give a COMMAND ('acp-fast --help' lists them)"),
+    ],
+)
+def test_usage_errors_name_the_command_and_the_problem(
+    args: list[str], prog: str, message: str
+) -> None:
+    assert_usage_error(run_cli(*args), prog, message)
 
 
 @pytest.mark.parametrize("name", ["demo", "example-agent", "example-proxy"])
@@ -192,3 +222,167 @@ def test_ctrl_c_exits_130_quietly(name: str, backend: str) -> None:
         _, stderr = process.communicate(timeout=30)
     assert process.returncode == 130
     assert stderr == b""
+
+
+def test_trace_help_shows_out_and_the_view_options() -> None:
+    done = run_cli("trace", "--help")
+    assert done.returncode == 0
+    assert done.stdout.startswith("usage: acp-fast trace --out FILE -- AGENT_CMD...\n")
+    assert "acp-fast trace view FILE" in done.stdout
+    for option in ("--out FILE", "AGENT_CMD", "--html OUT", "--live", "--port PORT", "--no-open"):
+        assert f"\n  {option} " in done.stdout, option
+
+
+def help_texts(help_output: str) -> dict[str, str]:
+    """Each option of an argparse help's option list, with its help text."""
+    options: dict[str, str] = {}
+    current = ""
+    for line in help_output.split("\noptions:\n", 1)[1].split("\n\n", 1)[0].splitlines():
+        if line.startswith("  -"):
+            current, _, text = line.strip().partition("  ")
+            options[current] = text.strip()
+        elif current:
+            options[current] = f"{options[current]} {line.strip()}".strip()
+    return options
+
+
+def test_every_serve_option_has_a_help_text() -> None:
+    done = run_cli("serve", "--help")
+    assert done.returncode == 0
+    options = help_texts(done.stdout)
+    assert set(options) >= {
+        "--http HOST:PORT",
+        "--path PATH",
+        "--token TOKEN",
+        "--allowed-host NAME",
+        "--allowed-origin ORIGIN",
+        "--idle-timeout SECONDS",
+    }
+    assert all(options.values()), options
+
+
+def run_piped(*args: str) -> subprocess.CompletedProcess[str]:
+    """``acp-fast ARGS`` with stdin a pipe that is closed at once, as an
+    editor's would be (the conductor watches a pipe for hang-ups)."""
+    return subprocess.run(
+        [sys.executable, "-m", "acp_fast", *args],
+        capture_output=True,
+        text=True,
+        input="",
+        timeout=50,
+    )
+
+
+def assert_error_line(done: subprocess.CompletedProcess[str], start: str) -> None:
+    assert done.returncode == 2, done.stderr
+    assert_one_line(done.stderr)
+    assert done.stderr.startswith(start), done.stderr
+
+
+MISSING = "no-such-agent-command"
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+@pytest.mark.parametrize("run", [run_cli, run_piped], ids=["devnull", "pipe"])
+@pytest.mark.parametrize("which", ["--agent", "--proxy"])
+def test_conductor_with_a_missing_command_is_one_line(
+    which: str, run: Callable[..., subprocess.CompletedProcess[str]], backend: str
+) -> None:
+    agent = MISSING if which == "--agent" else f"{sys.executable} -m acp_fast example-agent"
+    extra = ["--proxy", MISSING] if which == "--proxy" else []
+    done = run("conductor", "--backend", backend, "--agent", agent, *extra)
+    assert_error_line(done, "acp-fast conductor: cannot start a component: ")
+    assert MISSING in done.stderr
+
+
+def test_conductor_with_an_empty_command_is_one_line() -> None:
+    done = run_cli("conductor", "--agent", " ")
+    assert_error_line(done, "acp-fast conductor: a --proxy or --agent command is empty")
+
+
+def unwritable_paths(tmp_path: Path) -> list[Path]:
+    """A file in a missing directory, a directory, and (unless we are root,
+    whom permissions do not stop) a file in a read-only directory."""
+    paths = [tmp_path / "missing" / "t.jsons", tmp_path]
+    if os.geteuid() != 0:
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        paths.append(locked / "t.jsons")
+    return paths
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_conductor_with_an_unwritable_trace_is_one_line(backend: str, tmp_path: Path) -> None:
+    for path in unwritable_paths(tmp_path):
+        done = run_piped("conductor", "--backend", backend, "--trace", str(path), "--agent", "cat")
+        assert_error_line(done, "acp-fast conductor: cannot write the trace: ")
+        assert str(path) in done.stderr
+
+
+def test_trace_with_an_unwritable_out_is_one_line(tmp_path: Path) -> None:
+    for path in unwritable_paths(tmp_path):
+        done = run_piped("trace", "--out", str(path), "--", "cat")
+        assert_error_line(done, "acp-fast trace: cannot write the trace: ")
+        assert str(path) in done.stderr
+
+
+def test_trace_with_a_missing_agent_command_is_one_line(tmp_path: Path) -> None:
+    done = run_piped("trace", "--out", str(tmp_path / "t.jsons"), "--", MISSING)
+    assert_error_line(done, "acp-fast trace: cannot start the agent: ")
+    assert MISSING in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("address", "shown"),
+    [("foo", "'foo'"), ("127.0.0.1:99999", "'127.0.0.1:99999'"), ("localhost:x", "'localhost:x'")],
+)
+def test_serve_with_a_bad_address_is_a_usage_error(address: str, shown: str) -> None:
+    pytest.importorskip("uvicorn")
+    done = run_cli("serve", "--http", address, "--", "cat")
+    assert_usage_error(
+        done, "acp-fast serve", f"argument --http: wants HOST:PORT with a port 0-65535, not {shown}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "give `-- AGENT_CMD...` or `module:factory`"),
+        (["--"], "give the agent command after --"),
+        (
+            ["--http", "0.0.0.0:8000", "--", "cat"],
+            "listening on '0.0.0.0' needs --allowed-host NAME",
+        ),
+    ],
+)
+def test_serve_without_a_target_is_a_usage_error(args: list[str], message: str) -> None:
+    pytest.importorskip("uvicorn")
+    assert_usage_error(run_cli("serve", *args), "acp-fast serve", message)
+
+
+BROKEN_MODULE = "raise RuntimeError('broken at import')\n"
+AGENTS_MODULE = "NAME = 'not callable'\n"
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        (
+            "no_such_module_here:Agent",
+            "cannot import 'no_such_module_here': ModuleNotFoundError: "
+            "No module named 'no_such_module_here'",
+        ),
+        ("broken_agents:Agent", "cannot import 'broken_agents': RuntimeError: broken at import"),
+        ("my_agents:Missing", "'my_agents:Missing': 'my_agents' has no attribute 'Missing'"),
+        ("my_agents:NAME", "'my_agents:NAME' is a str, not a factory"),
+        (":Agent", "':Agent' is not module:factory"),
+        ("-- no-such-agent-command", "cannot start the agent: no such command"),
+    ],
+)
+def test_serve_with_a_bad_target_is_one_line(target: str, message: str, tmp_path: Path) -> None:
+    pytest.importorskip("uvicorn")
+    (tmp_path / "broken_agents.py").write_text(BROKEN_MODULE)
+    (tmp_path / "my_agents.py").write_text(AGENTS_MODULE)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    done = run_cli("serve", *target.split(), env=env)
+    assert_error_line(done, f"acp-fast serve: {message}")

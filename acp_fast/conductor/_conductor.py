@@ -438,6 +438,9 @@ def run_conductor(
     """``acp-fast conductor``: serve the chain on stdio; the exit status."""
     import sys
 
+    if not all(command.strip() for command in (*proxy_commands, agent_command)):
+        print("acp-fast conductor: a --proxy or --agent command is empty", file=sys.stderr)
+        return 2
     try:
         conductor = Conductor(
             proxies=[shlex.split(command) for command in proxy_commands],
@@ -447,6 +450,14 @@ def run_conductor(
     except (TypeError, ValueError) as exc:
         print(f"acp-fast conductor: {exc}", file=sys.stderr)
         return 2
+    if trace is not None:
+        # Each run truncates the trace (docs/tracing.md): an unwritable path
+        # is reported here, before any component starts.
+        try:
+            open(trace, "wb").close()
+        except OSError as exc:
+            print(f"acp-fast conductor: cannot write the trace: {exc}", file=sys.stderr)
+            return 2
     from .._transports import stdio
     from ._stdio import serve_until_client_ends
 

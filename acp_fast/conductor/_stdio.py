@@ -24,13 +24,21 @@ async def serve_until_client_ends(serve: Callable[[], Awaitable[object]]) -> int
     """Run ``serve()``; returns the number of the signal that ended it, if
     one did."""
     signalled: list[int] = []
+    failure: Exception | None = None
     with anyio.CancelScope() as scope:
         async with anyio.create_task_group() as group:
             # Watching before any component starts: a signal never finds a
             # child without its shutdown in place.
             await group.start(_watch_signals, scope, signalled)
-            await serve()
+            try:
+                await serve()
+            except Exception as exc:
+                # Raised after the group, not wrapped in an ExceptionGroup:
+                # run_conductor reports it in one line.
+                failure = exc
             group.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
     return signalled[0] if signalled else None
 
 
