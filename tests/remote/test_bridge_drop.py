@@ -159,3 +159,32 @@ async def test_a_dropped_socket_ends_quietly_and_others_are_served(
     assert "Traceback" not in log
     assert "socket.send() raised" not in log
     assert "an ACP connection failed" not in log
+
+
+def test_the_sender_finds_the_transport_of_a_protocols_send() -> None:
+    """Under uvicorn the sender asks the transport behind ``send`` whether it
+    is closing; a ``send`` with no transport behind it (another server, a
+    middleware's wrapper) gets the every-4-frames checkpoint instead."""
+    from acp_fast._transports.remote.server import _closing_probe
+
+    class Transport:
+        closing = False
+
+        def is_closing(self) -> bool:
+            return self.closing
+
+    class Protocol:
+        def __init__(self) -> None:
+            self.transport = Transport()
+
+        async def send(self, message: object) -> None: ...
+
+    protocol = Protocol()
+    probe = _closing_probe(protocol.send)
+    assert probe is not None and probe() is False
+    protocol.transport.closing = True
+    assert probe() is True
+
+    async def wrapped(message: object) -> None: ...
+
+    assert _closing_probe(wrapped) is None

@@ -624,6 +624,7 @@ class _Resumed:
 
 
 async def _socket_sender(send: Send, mailbox: Mailbox, channel: SocketChannel) -> None:
+    closing = _closing_probe(send)
     try:
         unchecked = 0  # frames sent since the loop last ran
         while True:
@@ -633,7 +634,10 @@ async def _socket_sender(send: Send, mailbox: Mailbox, channel: SocketChannel) -
             if items is None:
                 break
             for item in items:
-                if unchecked == _SENDS_PER_CHECKPOINT:
+                if closing is not None:
+                    if closing():
+                        raise ConnectionResetError("the client's socket is closing")
+                elif unchecked == _SENDS_PER_CHECKPOINT:
                     await anyio.lowlevel.checkpoint()
                     unchecked = 0
                 await send({"type": "websocket.send", "text": item.decode()})
@@ -646,9 +650,18 @@ async def _socket_sender(send: Send, mailbox: Mailbox, channel: SocketChannel) -
 # A socket's write that fails (the client dropped it) tells the ASGI server
 # only in a callback the loop runs later; until then its send() writes on,
 # and asyncio logs "socket.send() raised exception." from the fifth write to
-# a lost socket. Letting the loop run every 4 frames, the server sees the
-# loss before that and its send() raises instead (docs/remote.md).
+# a lost socket. Where the server's send() belongs to a protocol holding an
+# asyncio transport (uvicorn's), the transport says at once that it is
+# closing, and the sender stops there; elsewhere it lets the loop run every
+# 4 frames, so the server sees the loss before that (docs/remote.md).
 _SENDS_PER_CHECKPOINT = 4
+
+
+def _closing_probe(send: Send) -> Callable[[], bool] | None:
+    """The ``is_closing`` of the transport behind ``send``, when there is one."""
+    transport = getattr(getattr(send, "__self__", None), "transport", None)
+    is_closing = getattr(transport, "is_closing", None)
+    return is_closing if callable(is_closing) else None
 
 
 def _hostname(host: str) -> str:
