@@ -4,12 +4,15 @@ example proxy; and its server, run as ``acp-fast trace view``."""
 
 from __future__ import annotations
 
+import contextlib
 import html.parser
 import json
 import shutil
 import subprocess
 import sys
+import threading
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -184,6 +187,20 @@ def test_events_that_contain_a_script_end_tag_stay_inside_the_page(tmp_path: Pat
     assert text.count("</script>") == 2
 
 
+@contextlib.contextmanager
+def live_server(trace: Path) -> Iterator[str]:
+    """``trace view --live``'s server on ``trace``, in a thread; its base URL."""
+    server = make_server(trace, live=True)
+    assert server.server_address[0] == "127.0.0.1"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def get(url: str) -> Any:
     with urllib.request.urlopen(url, timeout=10) as response:
         return response.read()
@@ -192,14 +209,7 @@ def get(url: str) -> Any:
 def test_the_server_serves_the_page_and_rereads_the_file(tmp_path: Path):
     trace = tmp_path / "live.jsons"
     trace.write_text('{"type":"notification","ts":0.1,"method":"a"}\n{"type":"notif')
-    server = make_server(trace, live=True)
-    import threading
-
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        base = f"http://127.0.0.1:{server.server_address[1]}"
-        assert server.server_address[0] == "127.0.0.1"
+    with live_server(trace) as base:
         page_text = get(base + "/").decode()
         assert "const LIVE = true;" in page_text
         assert json.loads(get(base + "/events")) == [
@@ -210,9 +220,6 @@ def test_the_server_serves_the_page_and_rereads_the_file(tmp_path: Path):
         assert [e["method"] for e in json.loads(get(base + "/events"))] == ["a", "b"]
         with pytest.raises(urllib.error.HTTPError):
             get(base + "/other")
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_acp_fast_trace_view_serves_on_localhost(demo_trace: Path):
@@ -306,19 +313,11 @@ def test_a_message_with_markup_renders_intact_in_the_exported_page(tmp_path: Pat
 def test_a_message_with_markup_renders_intact_in_the_live_page(tmp_path: Path):
     trace = tmp_path / "hostile.jsons"
     index = hostile_trace(trace)
-    server = make_server(trace, live=True)
-    import threading
-
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/#event={index}"
+    with live_server(trace) as base:
+        url = base + f"/#event={index}"
         dom = Elements()
         dom.feed(chromium(tmp_path, url, "--dump-dom"))
         assert_shows_the_hostile_message(dom, index)
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def damaged_trace(path: Path) -> list[dict[str, Any]]:
@@ -387,22 +386,13 @@ def test_the_server_skips_them_too_and_warns_once(tmp_path: Path):
 def test_a_live_trace_does_not_count_the_line_being_written(tmp_path: Path, capfd: Any):
     trace = tmp_path / "live.jsons"
     trace.write_text('{"type":"notification","ts":0.1,"method":"a"}\n{"type":"notif')
-    server = make_server(trace, live=True)
-    import threading
-
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        base = f"http://127.0.0.1:{server.server_address[1]}"
+    with live_server(trace) as base:
         assert [e["method"] for e in json.loads(get(base + "/events"))] == ["a"]
         assert capfd.readouterr().err == ""
         with trace.open("a") as file:
             file.write("ication, cut}\n[]\n")
         assert [e["method"] for e in json.loads(get(base + "/events"))] == ["a"]
         assert json.loads(get(base + "/events")) == json.loads(get(base + "/events"))
-    finally:
-        server.shutdown()
-        server.server_close()
     err = capfd.readouterr().err
     assert err.splitlines() == [
         f"acp-fast trace view: skipped 2 lines of {trace} that are not JSON objects"
