@@ -13,7 +13,10 @@ The reader waits for ids, never for a number of lines: answers leave in
 writes of any size (docs/semantics.md §1.1), so a read may end anywhere,
 even inside a line, and a warm-up answer that was still in the pipe must not
 count for a request of the flood. An answer that has not come after
-``--patience`` seconds without output is reported missing, by id.
+``--patience`` seconds without output is reported missing, by id. The
+processes' stderr (the conductor's carries the agent's) is kept, and its last
+lines are shown when an answer is missing, doubled or an error: what a
+process logged (a dropped response, a traceback) says which side lost it.
 
 Run::
 
@@ -33,16 +36,19 @@ import select
 import shlex
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import IO, TypeVar
 
 import orjson
 
 MIB = 1024 * 1024
 LIMIT = 16 * MIB
+# The end of the processes' stderr a failed report shows.
+STDERR_TAIL = 4096
 
 _Id = TypeVar("_Id")
 
@@ -72,15 +78,15 @@ class Report:
     stalled_after: int = 0  # requests written while nobody read
     missing: list[int] = field(default_factory=list)  # ids of requests never answered
     growth: dict[str, int] = field(default_factory=dict)  # process -> peak RSS growth
+    stderr: str = ""  # the end of what the processes wrote to stderr
+
+    @property
+    def answers_ok(self) -> bool:
+        return self.answered == self.requests and self.duplicates == 0 and self.errors == 0
 
     @property
     def ok(self) -> bool:
-        return (
-            self.answered == self.requests
-            and self.duplicates == 0
-            and self.errors == 0
-            and all(g <= LIMIT for g in self.growth.values())
-        )
+        return self.answers_ok and all(g <= LIMIT for g in self.growth.values())
 
     def text(self) -> str:
         growth = ", ".join(f"{name} +{g / MIB:.1f} MiB" for name, g in self.growth.items())
@@ -88,11 +94,14 @@ class Report:
         if self.missing:
             more = ", …" if len(self.missing) > 10 else ""
             missing = f" (no answer to {', '.join(map(str, self.missing[:10]))}{more})"
-        return (
+        text = (
             f"{self.requests} requests: {self.answered} answered{missing}, "
             f"{self.duplicates} twice, {self.errors} errors; "
             f"{self.stalled_after} written while unread; peak RSS growth: {growth}"
         )
+        if self.stderr and not self.answers_ok:
+            text += "\nstderr (last lines):\n" + self.stderr
+        return text
 
 
 def run(
@@ -115,8 +124,10 @@ def run(
         agent_command = shlex.join(agent)
         command = [sys.executable, "-m", "acp_fast", "conductor", "--backend", backend]
         command += ["--agent", agent_command]
+    # A file, not a pipe: a process that logs a lot never blocks on it.
+    stderr = tempfile.TemporaryFile()
     process = subprocess.Popen(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr
     )
     assert process.stdin is not None and process.stdout is not None
     stdin, stdout = process.stdin.fileno(), process.stdout.fileno()
@@ -171,7 +182,19 @@ def run(
             process.kill()
             process.wait()
         process.stdout.close()
+        report.stderr = _tail(stderr)
+        stderr.close()
     return report
+
+
+def _tail(file: IO[bytes]) -> str:
+    """The last STDERR_TAIL bytes of ``file``, from the start of a line."""
+    size = file.seek(0, os.SEEK_END)
+    file.seek(max(0, size - STDERR_TAIL))
+    data = file.read()
+    if size > STDERR_TAIL:
+        data = data[data.find(b"\n") + 1 :]
+    return data.decode("utf-8", "replace")
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -37,13 +37,15 @@ def test_unread_answers_hold_the_flood_back_and_memory_stays_bounded(
 # A stand-in agent for a flood of requests 0 to LAST. `split LAST`: the
 # answers to the last warm-up request and to request LAST are written only
 # once the reader has taken every byte before them, so each comes in a read
-# of its own. `drop LAST ID`: request ID is never answered, and the output
-# ends after the answer to request LAST.
+# of its own. `drop LAST ID`: request ID is never answered (the peer says so
+# on stderr, where it names its mode first), and the output ends after the
+# answer to request LAST.
 PEER = """
 import array, fcntl, json, os, sys, termios, time
 
 mode, last = sys.argv[1], int(sys.argv[2])
 dropped = int(sys.argv[3]) if mode == "drop" else None
+print(f"peer: {mode}", file=sys.stderr, flush=True)
 
 def unread():
     n = array.array("i", [0])
@@ -62,6 +64,7 @@ for line in sys.stdin.buffer:
         send({"jsonrpc": "2.0", "id": id_, "result": {"protocolVersion": 1}})
         continue
     if id_ == dropped:
+        print(f"not answering {id_}", file=sys.stderr, flush=True)
         continue
     if mode == "split" and id_ in ("w999", last):
         while unread():
@@ -80,6 +83,8 @@ def test_answers_split_across_reads_are_counted_by_id() -> None:
     report = run(2000, unread=0.0, agent=[sys.executable, "-c", PEER, "split", "1999"])
     assert (report.answered, report.missing) == (2000, []), report.text()
     assert report.duplicates == 0 and report.errors == 0, report.text()
+    assert report.stderr == "peer: split\n"
+    assert "stderr" not in report.text()  # shown only when answers are wrong
 
 
 def test_a_request_never_answered_is_reported_by_id() -> None:
@@ -87,3 +92,5 @@ def test_a_request_never_answered_is_reported_by_id() -> None:
     assert (report.answered, report.missing) == (1999, [1234]), report.text()
     assert "no answer to 1234" in report.text()
     assert not report.ok
+    # What the processes logged comes with the report: which side lost it.
+    assert "stderr (last lines):\npeer: drop\nnot answering 1234\n" in report.text()
