@@ -115,8 +115,28 @@ def run_serve(args: argparse.Namespace) -> int:
         except _Failed as exc:
             print(f"acp-fast serve: {exc}", file=sys.stderr)
             return 2
+    problem = _cannot_listen(host, port)
+    if problem is not None:
+        shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        print(f"acp-fast serve: cannot listen on {shown}: {problem}", file=sys.stderr)
+        return 2
     serve(app, host=host, port=port, log_level="info")
     return 0
+
+
+def _cannot_listen(host: str, port: int) -> str | None:
+    """Why uvicorn could not bind ``host:port`` (an address in use, one this
+    machine does not have), tried before it starts: its own report is a log
+    line and status 3. None when the address is free."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        # SO_REUSEADDR, as uvicorn binds: a port in TIME_WAIT is free.
+        with socket.create_server((host, port), family=family):
+            return None
+    except OSError as exc:
+        return exc.strerror or str(exc)
 
 
 def _load_factory(spec: str) -> Any:

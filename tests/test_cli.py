@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import platform
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -386,3 +387,18 @@ def test_serve_with_a_bad_target_is_one_line(target: str, message: str, tmp_path
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
     done = run_cli("serve", *target.split(), env=env)
     assert_error_line(done, f"acp-fast serve: {message}")
+
+
+@pytest.mark.parametrize("address", ["in-use", "not-ours"])
+def test_serve_on_an_address_it_cannot_listen_on_is_one_line(address: str) -> None:
+    pytest.importorskip("uvicorn")
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        if address == "in-use":
+            port = taken.getsockname()[1]
+            where, reason = f"127.0.0.1:{port}", "Address already in use"
+        else:  # TEST-NET-1 (RFC 5737): never an address of this machine
+            where, reason = "192.0.2.1:8000", "Cannot assign requested address"
+        done = run_cli(
+            "serve", "--http", where, "--allowed-host", "example.test", "--", sys.executable
+        )
+    assert_error_line(done, f"acp-fast serve: cannot listen on {where}: {reason}")
