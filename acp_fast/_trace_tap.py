@@ -171,16 +171,17 @@ def _pump(source: int, target: BinaryIO | None, direction: str, record: Record) 
             data = b""
         if not data:
             break
+        # Recorded before it is passed on: the answer to a line, which the
+        # other direction records, can only come after it (docs/tracing.md).
+        lines = (partial + data).split(b"\n")
+        partial = lines.pop()
+        for line in lines:
+            if line.strip():
+                record(direction, line)
         try:
             _write_all(1 if target is None else target.fileno(), data)
         except OSError:
             break  # the reader went away; what it missed is still recorded
-        finally:
-            lines = (partial + data).split(b"\n")
-            partial = lines.pop()
-            for line in lines:
-                if line.strip():
-                    record(direction, line)
     if partial.strip():
         record(direction, partial)
     if target is not None:

@@ -107,3 +107,23 @@ def test_the_tap_exits_as_its_agent_did(
     assert finish(tap)[0] == status
     events, summary = read_trace(path)
     assert [e["method"] for e in events] == ["a"] and summary["recorded"] == 1
+
+
+@pytest.mark.parametrize("no_ext", CORES)
+def test_a_request_is_recorded_before_its_answer(no_ext: str, tmp_path: Path) -> None:
+    """The tap records a line before passing it on, so the answer (recorded
+    by the other direction's thread) can never come first in the trace."""
+    path = tmp_path / "tap.jsons"
+    tap = start_tap(path, [sys.executable, str(AGENT_SCRIPT), "asyncio"], no_ext)
+    assert tap.stdin is not None and tap.stdout is not None
+    count = 1000
+    for n in range(count):  # one at a time: each waits for its answer
+        tap.stdin.write(echo_request(n))
+        tap.stdin.flush()
+        assert json.loads(tap.stdout.readline())["id"] == n
+    status, _ = finish(tap)
+    assert status == 0
+    events, _ = read_trace(path)
+    assert [(e["dir"], e["id"]) for e in events] == [
+        (direction, n) for n in range(count) for direction in ("out", "in")
+    ]
