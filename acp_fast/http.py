@@ -25,10 +25,12 @@ from ._transports.base import Transport
 from ._transports.remote.server import LOCAL_HOSTS, RemoteServer, ServeConnection, ServerOptions
 from ._typed.agent import BaseAgent, agent_builder
 
-__all__ = ("AcpApp", "ServerOptions", "serve")
+__all__ = ("GRACEFUL_SHUTDOWN_SECONDS", "AcpApp", "ServerOptions", "serve")
 
 # uvicorn's WebSocket implementation for ``serve`` (its ``ws=`` setting).
 DEFAULT_WS = "websockets-sansio"
+#: How long ``serve`` waits, once told to stop, for connections to end.
+GRACEFUL_SHUTDOWN_SECONDS = 3.0
 
 
 class AcpApp(RemoteServer):
@@ -81,7 +83,10 @@ def serve(
     host names clients use (DNS-rebinding protection, docs/remote.md).
     WebSockets are served by uvicorn's ``websockets-sansio`` implementation
     unless ``ws=`` says otherwise (the fastest of uvicorn's three, see
-    docs/remote.md).
+    docs/remote.md). Told to stop, it closes every connection first, then
+    waits at most ``GRACEFUL_SHUTDOWN_SECONDS`` (uvicorn's
+    ``timeout_graceful_shutdown``); a Ctrl-C raises ``KeyboardInterrupt``
+    once it has stopped.
     """
     import uvicorn
 
@@ -90,4 +95,24 @@ def serve(
             f"serving on {host!r}: pass allowed_hosts= the host names clients use (or ['*'])"
         )
     uvicorn_settings.setdefault("ws", DEFAULT_WS)
-    uvicorn.run(app, host=host, port=port, **uvicorn_settings)
+    # An open SSE stream never ends by itself: without a bound, a SIGTERM
+    # would wait for every client to leave (docs/remote.md, "Serving").
+    uvicorn_settings.setdefault("timeout_graceful_shutdown", GRACEFUL_SHUTDOWN_SECONDS)
+
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets: Any = None) -> None:
+            # uvicorn waits for open responses before the lifespan's
+            # shutdown, and an SSE stream never ends by itself: the app's
+            # connections are closed first (their streams end, their
+            # sockets get a close frame), once nothing new is accepted.
+            for listening in self.servers:
+                listening.close()
+            await app.aclose()
+            await super().shutdown(sockets)
+
+    server = Server(uvicorn.Config(app, host=host, port=port, **uvicorn_settings))
+    # Server.run, not uvicorn.run: that one swallows the KeyboardInterrupt of
+    # a Ctrl-C, so a command line could not exit 130.
+    server.run()
+    if not server.started:
+        raise OSError(f"uvicorn could not start serving on {host}:{port} (see its log)")
