@@ -64,6 +64,9 @@ def add_arguments(serve: argparse.ArgumentParser) -> None:
 def host_port(text: str) -> tuple[str, int]:
     """``--http HOST:PORT`` (``[::1]:PORT`` for IPv6), checked as it is parsed."""
     host, _, port = text.rpartition(":")
+    bracketed = host.startswith("[") or host.endswith("]")
+    if bracketed and not (host.startswith("[") and host.endswith("]") and len(host) > 2):
+        host = ""  # "[::1" or "::1]": an IPv6 address is written [ADDRESS]:PORT
     host = host.strip("[]")
     if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise argparse.ArgumentTypeError(f"wants HOST:PORT with a port 0-65535, not {text!r}")
