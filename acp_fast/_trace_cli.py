@@ -57,9 +57,16 @@ def _add_view_arguments(group: argparse._ActionsContainer) -> None:
     group.add_argument("--html", metavar="OUT", help="write a self-contained page to OUT")
     group.add_argument("--live", action="store_true", help="follow the file as it grows")
     group.add_argument(
-        "--port", type=int, default=0, help="serve on this port of 127.0.0.1 (default: any)"
+        "--port", type=_port, default=0, help="serve on this port of 127.0.0.1 (default: any)"
     )
     group.add_argument("--no-open", action="store_true", help="do not open a browser")
+
+
+def _port(text: str) -> int:
+    """``--port``, checked as it is parsed."""
+    if not text.isdigit() or not 0 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"wants a port 0-65535, not {text!r}")
+    return int(text)
 
 
 def _parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
@@ -112,10 +119,10 @@ def _view(argv: list[str]) -> int:
             count = export_html(args.file, args.html)
         except OSError as exc:
             print(f"acp-fast trace view: {exc}", file=sys.stderr)
-            return 1
+            return 2
         print(f"wrote {args.html} ({count} events)")
         return 0
     if not os.path.exists(args.file) and not args.live:
         print(f"acp-fast trace view: no such file: {args.file}", file=sys.stderr)
-        return 1
+        return 2
     return serve(args.file, port=args.port, live=args.live, open_browser=not args.no_open)

@@ -335,7 +335,14 @@ def test_trace_with_a_missing_agent_command_is_one_line(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("address", "shown"),
-    [("foo", "'foo'"), ("127.0.0.1:99999", "'127.0.0.1:99999'"), ("localhost:x", "'localhost:x'")],
+    [
+        ("foo", "'foo'"),
+        ("127.0.0.1:99999", "'127.0.0.1:99999'"),
+        ("localhost:x", "'localhost:x'"),
+        ("[::1:8000", "'[::1:8000'"),
+        ("[::1", "'[::1'"),
+        ("[]:8000", "'[]:8000'"),
+    ],
 )
 def test_serve_with_a_bad_address_is_a_usage_error(address: str, shown: str) -> None:
     pytest.importorskip("uvicorn")
@@ -402,3 +409,35 @@ def test_serve_on_an_address_it_cannot_listen_on_is_one_line(address: str) -> No
             "serve", "--http", where, "--allowed-host", "example.test", "--", sys.executable
         )
     assert_error_line(done, f"acp-fast serve: cannot listen on {where}: {reason}")
+
+
+@pytest.mark.parametrize("port", ["99999", "-1", "x"])
+def test_trace_view_with_a_bad_port_is_a_usage_error(port: str, tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsons"
+    trace.write_text("")
+    done = run_cli("trace", "view", str(trace), "--no-open", "--port", port)
+    assert_usage_error(
+        done, "acp-fast trace view", f"argument --port: wants a port 0-65535, not {port!r}"
+    )
+
+
+def test_trace_view_on_a_port_in_use_is_one_line(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsons"
+    trace.write_text("")
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        done = run_cli("trace", "view", str(trace), "--no-open", "--port", str(port))
+    assert_error_line(
+        done, f"acp-fast trace view: cannot listen on 127.0.0.1:{port}: Address already in use"
+    )
+
+
+@pytest.mark.parametrize("case", ["missing-trace", "unwritable-html"])
+def test_trace_view_file_errors_are_one_line_status_2(case: str, tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsons"
+    if case == "missing-trace":
+        done = run_cli("trace", "view", str(tmp_path / "nope.jsons"), "--no-open")
+    else:
+        trace.write_text("")
+        done = run_cli("trace", "view", str(trace), "--html", str(tmp_path / "no" / "x.html"))
+    assert_error_line(done, "acp-fast trace view: ")

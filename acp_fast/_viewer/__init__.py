@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import sys
 import threading
 import webbrowser
 from importlib import resources
@@ -114,7 +115,12 @@ def serve(
     trace: str | Path, *, port: int = 0, live: bool = False, open_browser: bool = True
 ) -> int:
     """``acp-fast trace view``: serve until interrupted; the exit status."""
-    server = make_server(trace, port=port, live=live)
+    try:
+        server = make_server(trace, port=port, live=live)
+    except OSError as exc:  # the port is taken
+        reason = exc.strerror or str(exc)
+        print(f"acp-fast trace view: cannot listen on 127.0.0.1:{port}: {reason}", file=sys.stderr)
+        return 2
     url = f"http://127.0.0.1:{server.server_address[1]}/"
     print(f"trace viewer on {url} (Ctrl-C to stop)", flush=True)
     if open_browser:
@@ -122,7 +128,7 @@ def serve(
     try:
         server.serve_forever()
     except KeyboardInterrupt:
-        pass
+        return 130  # 128 + SIGINT, as the other commands exit on Ctrl-C
     finally:
         server.server_close()
     return 0
