@@ -348,11 +348,14 @@ class RemoteServer:
         finally:
             self._finish(conn)
 
-    async def _serve(self, conn: Connection) -> None:
+    async def _serve(self, conn: Connection) -> bool:
+        """Run the connection's agent; False when it failed (logged)."""
         try:
             await self.serve(ServedTransport(conn.channel))
         except Exception:
             log.exception("an ACP connection failed")
+            return False
+        return True
 
     async def _watch(self, conn: Connection, serving: anyio.CancelScope) -> None:
         """Close the connection when idle; stop its agent once closed."""
@@ -494,8 +497,16 @@ class RemoteServer:
             self._finish(conn)
 
     async def _run_socket_agent(self, conn: Connection) -> None:
-        await self._serve(conn)
+        served = await self._serve(conn)
         conn.finished.set()
+        channel = conn.channel
+        assert isinstance(channel, SocketChannel)
+        if not served:
+            channel.close_code = 1011  # RFC 6455 §7.4.1: an unexpected condition
+        # The agent is gone, even one that failed before it used its
+        # transport: the socket's output ends and the client gets a Close
+        # frame (docs/remote.md).
+        await channel.aclose()
 
     async def _socket_grace(self, conn: Connection, serving: anyio.CancelScope) -> None:
         """Once the client left (or the server closes), give the agent time to end."""
