@@ -19,6 +19,7 @@ may return the coroutine itself and passes.
 from __future__ import annotations
 
 import inspect
+import typing
 from collections.abc import Mapping
 from typing import Any
 
@@ -145,10 +146,30 @@ def _message(
     problem: str,
 ) -> str:
     where = f" (handles `{wire}`)" if wire else ""
+    fields = _request_fields(base, name)
+    attributes = ", ".join(f"request.{field}" for field in fields) or "request.session_id"
+    keywords = ", ".join(fields) or "session_id"
     return (
         f"{cls.__qualname__}.{name}{_found(function)}{where} cannot be called as "
         f"{base.__name__} calls it: {problem}. Expected: {_expected(base, name)}. The "
-        "request's fields are its attributes (request.cwd, request.mcp_servers): code "
-        "written in the official Python SDK's keyword style (cwd, mcp_servers=None, "
-        "**kwargs) takes the request object instead; see docs/migration.md."
+        f"request's fields are its attributes ({attributes}): code written in the "
+        f"official Python SDK's keyword style ({keywords}, **kwargs) takes the request "
+        "object instead; see docs/migration.md."
     )
+
+
+def _request_fields(base: type, name: str) -> list[str]:
+    """The first fields of the request type ``base.name`` takes, for the
+    example in a message (none when it cannot tell)."""
+    from ..schema import v1, v2
+
+    function = getattr(base, name)
+    # The bases import the schema modules for type checking only.
+    namespace = {**getattr(function, "__globals__", {}), "v1": v1, "v2": v2}
+    try:
+        hints = typing.get_type_hints(function, globalns=namespace)
+    except Exception:  # an annotation that does not resolve: no example
+        return []
+    request = next((hint for key, hint in hints.items() if key != "return"), None)
+    fields = getattr(request, "__struct_fields__", ())
+    return [field for field in fields if field != "meta"][:2]

@@ -25,6 +25,19 @@ def test_the_official_sdk_keyword_style_is_refused_with_a_pointer():
     assert "async def new_session(self, request: v1.NewSessionRequest)" in message
     assert "docs/migration.md" in message
     assert "keyword style" in message
+    assert "(request.cwd, request.mcp_servers)" in message
+
+
+def test_the_pointer_names_the_fields_of_the_methods_own_request():
+    with pytest.raises(TypeError) as caught:
+
+        class Pasted(acp.BaseAgent):
+            async def prompt(self, session_id, prompt, **kw):  # type: ignore[no-untyped-def]
+                return None
+
+    message = str(caught.value)
+    assert "(request.session_id, request.prompt)" in message
+    assert "mcp_servers" not in message
 
 
 @pytest.mark.parametrize(
