@@ -41,6 +41,9 @@ def checked_result(schema: ModuleType, owner: object, name: str, request: Any, r
             f"{type(owner).__name__}.{name} returned {type(result).__name__}, which is not a valid "
             f"{response_type.__name__}: {exc}"
         )
+        if result is None:
+            # The usual cause: a handler whose last line is not its return.
+            message += f" (does it end with `return {response_type.__name__}(...)`?)"
         log.error("%s", message)
         return Error.internal_error(
             {"reason": "invalid_result", "method": method, "details": message[:1000]}

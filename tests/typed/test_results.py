@@ -46,6 +46,7 @@ async def test_a_handler_returning_the_wrong_type_is_answered_internal_error(cap
     assert error.data["method"] == "session/prompt"
     assert "ForgetfulAgent.prompt returned NoneType" in error.data["details"]
     assert "PromptResponse" in error.data["details"]
+    assert "does it end with `return PromptResponse(...)`?" in error.data["details"]
     logged = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert any("ForgetfulAgent.prompt returned NoneType" in r.getMessage() for r in logged)
 
