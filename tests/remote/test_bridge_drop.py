@@ -44,6 +44,12 @@ def start_server(port: int, kind: str, pids: Path, stderr: Path) -> subprocess.P
         target = ["--", "sh", "-c", agent]
     else:  # in the server's process: it floods the socket's mailbox fastest
         target = ["tests.remote.agent:RemoteTestAgent"]
+    return start_serve(port, target, stderr)
+
+
+def start_serve(port: int, target: list[str], stderr: Path) -> subprocess.Popen[bytes]:
+    """``acp-fast serve --http 127.0.0.1:PORT TARGET...``, once it answers
+    its health check; its stderr goes to ``stderr``."""
     command = [sys.executable, "-m", "acp_fast", "serve", "--http", f"127.0.0.1:{port}", *target]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     with stderr.open("wb") as err:

@@ -4,21 +4,17 @@ instead of waiting for ever, and the server still stops when told."""
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import anyio
 import anyio.to_thread
-import httpx
 import pytest
 
 import acp_fast as acp
 
-from .test_cli import ROOT, free_port
+from .test_bridge_drop import start_serve
+from .test_cli import free_port
 
 pytestmark = pytest.mark.anyio
 
@@ -26,30 +22,11 @@ pytestmark = pytest.mark.anyio
 FAILING_FACTORY = "json:dumps"
 
 
-def start(port: int, stderr: Path) -> subprocess.Popen[bytes]:
-    command = [sys.executable, "-m", "acp_fast", "serve", "--http", f"127.0.0.1:{port}"]
-    with stderr.open("wb") as err:
-        process = subprocess.Popen(
-            [*command, FAILING_FACTORY], cwd=ROOT, env={**os.environ}, stderr=err
-        )
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health").text == "ok":
-                return process
-        except httpx.TransportError:
-            pass
-        if time.monotonic() > deadline or process.poll() is not None:
-            process.kill()
-            raise RuntimeError("acp-fast serve did not start")
-        time.sleep(0.05)
-
-
 @pytest.mark.parametrize("kind", ["ws", "http"])
 async def test_a_failing_factory_fails_the_clients_requests(tmp_path: Path, kind: str) -> None:
     port = free_port()
     stderr = tmp_path / "stderr"
-    server = start(port, stderr)
+    server = start_serve(port, [FAILING_FACTORY], stderr)
     url = f"127.0.0.1:{port}/acp"
     try:
         transport = (
