@@ -15,12 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
-
 from .._async.builder import Builder
 from .._async.connection import ConnectionTo
 from .._async.handlers import REQUEST, HandlerEntry
-from .._async.messages import NOT_HANDLED, NotHandled, UntypedMessage, invalid_params_error
+from .._async.messages import NOT_HANDLED, UntypedMessage
 from .._async.responder import Responder
 from .._async.roles import Agent
 from .._errors import Error
@@ -62,8 +60,14 @@ async def serve_versioned_agent(
         # From the next message on, the chosen version's handlers serve.
         for entry in handlers:
             cx.add_dynamic_handler(entry).detach()
-        # And this initialize goes down that version's chain now.
-        await _offer(handlers, message._wire_params(), responder, cx)
+        # And this initialize goes down that version's chain now, offered as
+        # the dispatch loop offers any message (params that do not decode
+        # get -32602); "alone": not to the dynamic handlers just added.
+        chain = tuple(e for e in handlers if e.matches(REQUEST, "initialize", None))
+        params = message._wire_params()
+        declined = await cx._run_chain(REQUEST, chain, "initialize", params, None, responder, True)
+        if declined and not responder._done:
+            responder.respond_with_error(Error.method_not_found("initialize"))
         return None
 
     builder = Agent.builder().name("versioned-agent")
@@ -77,28 +81,3 @@ def _pick(params: Any, builders: dict[int, Builder[Any]]) -> int:
         return min(builders)
     versions = [v for v in builders if v <= asked]
     return max(versions) if versions else min(builders)
-
-
-async def _offer(
-    handlers: tuple[HandlerEntry, ...] | list[HandlerEntry],
-    params: Any,
-    responder: Responder[Any],
-    cx: ConnectionTo[Any],
-) -> None:
-    """Offer ``initialize`` to ``handlers`` as the dispatch loop would:
-    params that do not decode for a handler are answered -32602, and the
-    first handler that does not decline answers it."""
-    for entry in handlers:
-        if not entry.matches(REQUEST, "initialize", None):
-            continue
-        try:
-            request = entry.message("initialize", params, None)
-        except (msgspec.DecodeError, RecursionError) as exc:  # ValidationError is one
-            if not responder._done:
-                responder.respond_with_error(invalid_params_error(exc, params))
-            return
-        outcome = await entry.callback(request, responder, cx)
-        if not isinstance(outcome, NotHandled):
-            return
-    if not responder._done:
-        responder.respond_with_error(Error.method_not_found("initialize"))
