@@ -16,7 +16,9 @@ import struct
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -171,7 +173,7 @@ def test_the_sender_finds_the_transport_of_a_protocols_send() -> None:
     """Under uvicorn the sender asks the transport behind ``send`` whether it
     is closing; a ``send`` with no transport behind it (another server, a
     middleware's wrapper) gets the every-4-frames checkpoint instead."""
-    from acp_fast._transports.remote.server import _closing_probe
+    from acp_fast._transports.remote.server import _closing_probe, _transport_behind
 
     class Transport:
         closing = False
@@ -186,11 +188,71 @@ def test_the_sender_finds_the_transport_of_a_protocols_send() -> None:
         async def send(self, message: object) -> None: ...
 
     protocol = Protocol()
-    probe = _closing_probe(protocol.send)
+    assert _transport_behind(protocol.send) is protocol.transport
+    probe = _closing_probe(_transport_behind(protocol.send))
     assert probe is not None and probe() is False
     protocol.transport.closing = True
     assert probe() is True
 
     async def wrapped(message: object) -> None: ...
 
-    assert _closing_probe(wrapped) is None
+    assert _transport_behind(wrapped) is None
+    assert _closing_probe(None) is None
+
+
+@pytest.mark.skipif(not hasattr(socket, "TCP_CORK"), reason="TCP_CORK is Linux's")
+def test_the_sender_corks_a_tcp_transports_socket_and_only_that() -> None:
+    """A batch of frames is sent corked (docs/remote.md, "Performance"): the
+    corker sets and clears TCP_CORK on the socket of a TCP transport, and
+    there is none for a Unix socket or a transport without one."""
+    from acp_fast._transports.remote.server import _corker
+
+    class Transport:
+        def __init__(self, sock: socket.socket | None) -> None:
+            self.sock = sock
+
+        def get_extra_info(self, name: str) -> object:
+            return self.sock if name == "socket" else None
+
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        with socket.create_connection(server.getsockname()) as tcp:
+            cork = _corker(Transport(tcp))
+            assert cork is not None
+            cork(True)
+            assert tcp.getsockopt(socket.IPPROTO_TCP, socket.TCP_CORK) == 1
+            cork(False)
+            assert tcp.getsockopt(socket.IPPROTO_TCP, socket.TCP_CORK) == 0
+    unix, other = socket.socketpair()
+    with unix, other:
+        assert _corker(Transport(unix)) is None
+    assert _corker(Transport(None)) is None
+    assert _corker(object()) is None
+
+
+@pytest.mark.skipif(not hasattr(socket, "TCP_CORK"), reason="TCP_CORK is Linux's")
+@pytest.mark.parametrize("ws", ["websockets-sansio", "wsproto"])
+def test_uvicorns_send_leads_to_a_transport_to_probe_and_cork(
+    serve_app: Callable[..., str], ws: str
+) -> None:
+    """What the sender reaches through ``send`` is there in each of uvicorn's
+    WebSocket implementations: the closing probe and the corker."""
+    from websockets.sync.client import connect
+
+    from acp_fast._transports.remote.server import _closing_probe, _corker, _transport_behind
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "websocket":
+            return
+        await receive()  # websocket.connect
+        await send({"type": "websocket.accept"})
+        transport = _transport_behind(send)
+        found = {
+            "probe": _closing_probe(transport) is not None,
+            "cork": _corker(transport) is not None,
+        }
+        await send({"type": "websocket.send", "text": json.dumps(found)})
+        await receive()  # the client's close
+
+    url = serve_app(app, ws=ws).replace("http://", "ws://") + "/"
+    with connect(url) as socket_:
+        assert json.loads(socket_.recv(timeout=10)) == {"probe": True, "cork": True}
