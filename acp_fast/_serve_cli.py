@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import os
 import sys
 from typing import Any
@@ -25,7 +26,10 @@ def add_arguments(serve: argparse.ArgumentParser) -> None:
         help="the address to listen on (default: 127.0.0.1:8000; [::1]:PORT for IPv6)",
     )
     serve.add_argument(
-        "--path", default="/acp", help="the URL path of the endpoint (default: /acp)"
+        "--path",
+        default="/acp",
+        type=url_path,
+        help="the URL path of the endpoint, starting with / (default: /acp)",
     )
     serve.add_argument(
         "--token",
@@ -48,7 +52,7 @@ def add_arguments(serve: argparse.ArgumentParser) -> None:
     )
     serve.add_argument(
         "--idle-timeout",
-        type=float,
+        type=positive_seconds,
         default=300.0,
         metavar="SECONDS",
         help="close an HTTP connection with no request or reader this long (default: 300)",
@@ -71,6 +75,24 @@ def host_port(text: str) -> tuple[str, int]:
     if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise argparse.ArgumentTypeError(f"wants HOST:PORT with a port 0-65535, not {text!r}")
     return host, int(port)
+
+
+def url_path(text: str) -> str:
+    """``--path``: an absolute URL path."""
+    if not text.startswith("/"):
+        raise argparse.ArgumentTypeError(f"wants a path starting with /, not {text!r}")
+    return text
+
+
+def positive_seconds(text: str) -> float:
+    """``--idle-timeout``: a positive number of seconds (``inf``: never)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value > 0:  # also NaN
+        raise argparse.ArgumentTypeError(f"wants a positive number of seconds, not {text!r}")
+    return value
 
 
 class _Failed(Exception):

@@ -353,6 +353,25 @@ def test_serve_with_a_bad_address_is_a_usage_error(address: str, shown: str) -> 
 
 
 @pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--path", "acp", "wants a path starting with /, not 'acp'"),
+        ("--path", "", "wants a path starting with /, not ''"),
+        ("--idle-timeout", "-5", "wants a positive number of seconds, not '-5'"),
+        ("--idle-timeout", "0", "wants a positive number of seconds, not '0'"),
+        ("--idle-timeout", "nan", "wants a positive number of seconds, not 'nan'"),
+        ("--idle-timeout", "soon", "wants a positive number of seconds, not 'soon'"),
+    ],
+)
+def test_serve_with_a_bad_path_or_idle_timeout_is_a_usage_error(
+    option: str, value: str, message: str
+) -> None:
+    pytest.importorskip("uvicorn")
+    done = run_cli("serve", f"{option}={value}", "--", "cat")
+    assert_usage_error(done, "acp-fast serve", f"argument {option}: {message}")
+
+
+@pytest.mark.parametrize(
     ("args", "message"),
     [
         ([], "give `-- AGENT_CMD...` or `module:factory`"),

@@ -8,6 +8,7 @@ WebSocket handshake), the way a foreign client or an attacker would
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -346,3 +347,39 @@ async def test_many_websocket_messages_in_flight_are_each_answered(serve_app: An
         for i in range(100)
         for r in range(5)
     }
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ({"path": "acp"}, "ServerOptions.path must start with '/', not 'acp'"),
+        ({"health_path": "health"}, "ServerOptions.health_path must start with '/'"),
+        ({"idle_timeout": -5}, "ServerOptions.idle_timeout must be a positive number of seconds"),
+        ({"idle_timeout": float("nan")}, "ServerOptions.idle_timeout must be a positive number"),
+        ({"keepalive_interval": 0}, "ServerOptions.keepalive_interval must be a positive number"),
+        ({"close_grace": -1.0}, "ServerOptions.close_grace must be a positive number"),
+        ({"max_message_bytes": 0}, "ServerOptions.max_message_bytes must be a positive int"),
+        ({"max_buffered_bytes": 1.5}, "ServerOptions.max_buffered_bytes must be a positive int"),
+        ({"max_session_streams": -1}, "ServerOptions.max_session_streams must be a positive int"),
+    ],
+)
+def test_options_that_could_never_work_are_refused_at_once(
+    setting: dict[str, Any], message: str
+) -> None:
+    """A path that no request can match, or a limit or a time that is not
+    positive, is a ValueError when the app is made, not a 404 or an
+    expired connection later."""
+    with pytest.raises(ValueError, match=re.escape(message)):
+        AcpApp(RemoteTestAgent, **setting)
+
+
+def test_options_at_their_edges_are_accepted() -> None:
+    app = AcpApp(
+        RemoteTestAgent,
+        path="/",
+        health_path=None,
+        idle_timeout=float("inf"),
+        close_grace=0,
+        max_session_streams=1,
+    )
+    assert app.options.path == "/" and app.options.close_grace == 0

@@ -53,6 +53,27 @@ class ServerOptions:
     # After DELETE (or a socket's close) the agent gets this long to finish.
     close_grace: float = 2.0
 
+    def __post_init__(self) -> None:
+        # Checked here, not when the first request finds a path that never
+        # matches or a connection that expires at once.
+        for name in ("path", "health_path"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, str) and value.startswith("/")):
+                raise ValueError(f"ServerOptions.{name} must start with '/', not {value!r}")
+        for name in ("max_message_bytes", "max_buffered_bytes", "max_session_streams"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value <= 0:
+                raise ValueError(f"ServerOptions.{name} must be a positive int, not {value!r}")
+        for name in ("idle_timeout", "keepalive_interval", "close_grace"):
+            value = getattr(self, name)
+            # NaN fails both comparisons; close_grace may be 0 (no grace).
+            if not isinstance(value, (int, float)) or not (
+                value >= 0 if name == "close_grace" else value > 0
+            ):
+                raise ValueError(
+                    f"ServerOptions.{name} must be a positive number of seconds, not {value!r}"
+                )
+
 
 class ServedTransport(Transport):
     """The transport an agent is served on: a channel the server already made."""
