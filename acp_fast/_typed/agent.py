@@ -50,12 +50,15 @@ from .lenient import legacy_initialize
 from .methods import V1_AGENT_METHODS, V1_UNSTABLE_AGENT_METHODS, AgentMethods
 from .per_connection import PerConnection
 from .signatures import check_handler_signatures
+from .updates import UpdateCheck
 
 __all__ = ("BaseAgent", "ClientConnection", "Terminal", "agent_builder", "run_agent", "serve_agent")
 
 log = logging.getLogger("acp_fast")
 
 _UPDATE_HEAD = notification_head(v1.SessionNotification.METHOD)
+_UPDATES = UpdateCheck(v1.SessionUpdate, "v1")
+_UPDATE_TYPES = _UPDATES.types
 
 
 class ClientConnection:
@@ -70,7 +73,14 @@ class ClientConnection:
         self._queue_update = cx._enqueue if cx.role.has_default_peer else None
 
     async def session_update(self, session_id: str, update: v1.SessionUpdate) -> None:
-        """Send one ``session/update``; waits only when the client reads slowly."""
+        """Send one ``session/update``; waits only when the client reads slowly.
+
+        ``update`` is one of the ``v1.SessionUpdate*`` types (``helpers.agent_text``
+        and its neighbours make them); anything else is a ``TypeError`` here,
+        before it is sent.
+        """
+        if type(update) not in _UPDATE_TYPES or type(session_id) is not str:
+            _UPDATES.refuse(session_id, update)
         cx = self.cx
         notification = v1.SessionNotification(session_id=session_id, update=update)
         queue = self._queue_update

@@ -43,6 +43,7 @@ from .endpoint import DEFAULT_MAX_CONCURRENT_REQUESTS, Endpoint
 from .methods import V2_AGENT_METHODS, V2_CLIENT_METHODS, AgentMethodsV2, ClientMethodsV2
 from .per_connection import PerConnection
 from .signatures import check_handler_signatures
+from .updates import UpdateCheck
 
 __all__ = (
     "AgentConnectionV2",
@@ -55,6 +56,9 @@ __all__ = (
 )
 
 log = logging.getLogger("acp_fast")
+
+_UPDATES = UpdateCheck(v2.SessionUpdate, "v2")
+_UPDATE_TYPES = _UPDATES.types
 
 NOT_INITIALIZED = "initialization must complete before this request"
 ALREADY_INITIALIZED = "the connection can only be initialized once"
@@ -86,6 +90,10 @@ class ClientConnectionV2:
         self.cx = cx
 
     async def session_update(self, session_id: str, update: v2.SessionUpdate) -> None:
+        """Send one ``session/update``; ``update`` is one of the
+        ``v2.SessionUpdate*`` types, else a ``TypeError`` before it is sent."""
+        if type(update) not in _UPDATE_TYPES or type(session_id) is not str:
+            _UPDATES.refuse(session_id, update)
         self.cx.send_notification(
             v2.UpdateSessionNotification(session_id=session_id, update=update)
         )
