@@ -66,6 +66,7 @@ _LAZY = {
     "BaseClient": "._typed.client",
     "BaseClientV2": "._typed.v2",
     "ClientConnection": "._typed.agent",
+    "HandlerNameWarning": "._typed.signatures",
     "HttpTransport": "._transports.remote.http_client",
     "Terminal": "._typed.agent",
     "WebSocketError": "._transports.remote.ws_client",
@@ -96,6 +97,7 @@ if TYPE_CHECKING:
     from ._typed.client import client_builder as client_builder
     from ._typed.client import connect_to_agent as connect_to_agent
     from ._typed.client import spawn_agent as spawn_agent
+    from ._typed.signatures import HandlerNameWarning as HandlerNameWarning
     from ._typed.v2 import AgentConnectionV2 as AgentConnectionV2
     from ._typed.v2 import BaseAgentV2 as BaseAgentV2
     from ._typed.v2 import BaseClientV2 as BaseClientV2
@@ -144,6 +146,7 @@ __all__ = (
     "ErrorCode",
     "FdTransport",
     "HandlerEntry",
+    "HandlerNameWarning",
     "HttpTransport",
     "NotHandled",
     "NotificationDispatch",

@@ -14,16 +14,24 @@ what a handler returns, so ``def prompt(self, request)`` would fail on every
 request, long after the class was defined. A generic wrapper (``*args,
 **kwargs``, or one made with ``functools.wraps`` around an ``async def``)
 may return the coroutine itself and passes.
+
+A new ``async def`` whose name is one letter or so from a handler's
+(``new_sesion``), or a handler's name in camelCase (``newSession``), is
+almost always that handler misspelled: it would never be called, and the
+peer would get -32601. It gets a warning naming the handler it resembles.
 """
 
 from __future__ import annotations
 
+import difflib
 import inspect
+import re
 import typing
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ("check_handler_signatures",)
+__all__ = ("HandlerNameWarning", "check_handler_signatures")
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 _EXTENSIONS = ("ext_method", "ext_notification")
@@ -35,6 +43,7 @@ def check_handler_signatures(cls: type, base: type, table: Mapping[str, str]) ->
     wire_of = {name: wire for wire, name in table.items()}
     for name, value in vars(cls).items():
         if name not in wire_of and name not in _EXTENSIONS:
+            _warn_if_misspelled(cls, base, name, value, [*wire_of, *_EXTENSIONS])
             continue
         function = getattr(value, "__func__", value)  # a classmethod or staticmethod
         if not callable(function) or isinstance(value, (staticmethod, classmethod)):
@@ -46,6 +55,30 @@ def check_handler_signatures(cls: type, base: type, table: Mapping[str, str]) ->
         if problem is None:
             continue
         raise TypeError(_message(cls, base, name, wire_of.get(name), function, problem))
+
+
+class HandlerNameWarning(UserWarning):
+    """A method of an agent or client class looks like a misspelled handler."""
+
+
+def _warn_if_misspelled(cls: type, base: type, name: str, value: Any, handlers: list[str]) -> None:
+    if name.startswith("_") or hasattr(base, name) or not inspect.iscoroutinefunction(value):
+        return
+    snake = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+    if snake in handlers:
+        meant = snake
+    else:
+        close = difflib.get_close_matches(name, handlers, n=1, cutoff=0.8)
+        if not close:
+            return
+        meant = close[0]
+    warnings.warn(
+        f"{cls.__qualname__}.{name} is not a handler of {base.__name__}, so nothing "
+        f"calls it: did you mean {meant}? (A helper of your own: name it "
+        f"_{name} to keep this quiet.)",
+        HandlerNameWarning,
+        stacklevel=4,
+    )
 
 
 def _awaitable(function: Any) -> bool:

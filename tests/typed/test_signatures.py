@@ -157,3 +157,51 @@ def test_wrappers_that_return_a_coroutine_are_accepted() -> None:
             return self.prompt(*args, **kwargs)
 
     assert Wrapped.prompt.__name__ == "prompt"
+
+
+@pytest.mark.parametrize(
+    ("base", "name", "meant"),
+    [
+        (acp.BaseAgent, "new_sesion", "new_session"),
+        (acp.BaseAgent, "newSession", "new_session"),
+        (acp.BaseAgent, "promt", "prompt"),
+        (acp.BaseAgent, "cancle", "cancel"),
+        (acp.BaseAgent, "ext_methods", "ext_method"),
+        (acp.BaseClient, "requestPermission", "request_permission"),
+        (acp.BaseClient, "session_updates", "session_update"),
+        (acp.BaseAgentV2, "new_sesion", "new_session"),
+        (acp.BaseClientV2, "sesion_update", "session_update"),
+    ],
+)
+def test_a_misspelled_handler_gets_a_warning_naming_the_handler(
+    base: type, name: str, meant: str
+) -> None:
+    async def method(self: object, request: object) -> None: ...
+
+    with pytest.warns(acp.HandlerNameWarning) as caught:
+        defined = type(base)("Mine", (base,), {"__qualname__": "Mine", name: method})
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    assert f"Mine.{name} is not a handler of {base.__name__}" in message
+    assert f"did you mean {meant}?" in message
+    assert f"name it _{name} to keep this quiet" in message
+    assert getattr(defined, name) is method  # defined all the same
+
+
+def test_helpers_far_from_any_handler_name_are_left_alone(recwarn: pytest.WarningsRecorder):
+    class Quiet(acp.BaseAgent):
+        async def fetch_weather(self, city: str) -> str:
+            return city
+
+        async def _promt(self) -> None: ...
+
+        def promt_text(self) -> str:  # not a coroutine function: no handler
+            return ""
+
+        async def set_session_mode(
+            self, request: v1.SetSessionModeRequest
+        ) -> v1.SetSessionModeResponse:
+            return v1.SetSessionModeResponse()
+
+    assert Quiet is not None
+    assert not [w for w in recwarn if issubclass(w.category, acp.HandlerNameWarning)]
