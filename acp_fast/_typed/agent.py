@@ -57,7 +57,7 @@ __all__ = ("BaseAgent", "ClientConnection", "Terminal", "agent_builder", "run_ag
 log = logging.getLogger("acp_fast")
 
 _UPDATE_HEAD = notification_head(v1.SessionNotification.METHOD)
-_UPDATES = UpdateCheck(v1.SessionUpdate, "v1")
+_UPDATES = UpdateCheck(v1.SessionUpdate, "v1", compat=True)
 _UPDATE_TYPES = _UPDATES.types
 
 

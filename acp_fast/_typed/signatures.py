@@ -15,15 +15,16 @@ request, long after the class was defined. A generic wrapper (``*args,
 **kwargs``, or one made with ``functools.wraps`` around an ``async def``)
 may return the coroutine itself and passes.
 
-A new ``async def`` whose name is one letter or so from a handler's
-(``new_sesion``), or a handler's name in camelCase (``newSession``), is
-almost always that handler misspelled: it would never be called, and the
-peer would get -32601. It gets a warning naming the handler it resembles.
+A new ``async def`` whose name is a handler's with one slip (a letter left
+out, added or changed, or two neighbours swapped: ``new_sesion``), or a
+handler's name in camelCase (``newSession``), is almost always that handler
+misspelled: it would never be called, and the peer would get -32601. It gets
+a warning naming the handler it resembles. A handler's name with more at
+either end (``prompts``, ``set_session_model``) is a name of its own.
 """
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import re
 import typing
@@ -68,8 +69,8 @@ def _warn_if_misspelled(cls: type, base: type, name: str, value: Any, handlers: 
     if snake in handlers:
         meant = snake
     else:
-        close = difflib.get_close_matches(name, handlers, n=1, cutoff=0.8)
-        if not close:
+        close = [h for h in handlers if _one_slip(name, h)]
+        if len(close) != 1:
             return
         meant = close[0]
     warnings.warn(
@@ -79,6 +80,30 @@ def _warn_if_misspelled(cls: type, base: type, name: str, value: Any, handlers: 
         HandlerNameWarning,
         stacklevel=4,
     )
+
+
+def _one_slip(name: str, handler: str) -> bool:
+    """Whether ``name`` is ``handler`` with one letter left out, added, changed,
+    or two neighbours swapped; but not ``handler`` with something added at
+    either end (``prompts``, ``set_session_model``, ``new_session_id``):
+    those are names of their own."""
+    if name == handler or name.startswith(handler) or name.endswith(handler):
+        return False
+    if handler.startswith(name) or handler.endswith(name):
+        return False  # a truncation (``prompt`` -> ``promp``) is a name of its own too
+    if abs(len(name) - len(handler)) > 1:
+        return False
+    # Strip the common ends; what is left must be one slip.
+    start = 0
+    while start < min(len(name), len(handler)) and name[start] == handler[start]:
+        start += 1
+    end = 0
+    while end < min(len(name), len(handler)) - start and name[-1 - end] == handler[-1 - end]:
+        end += 1
+    a, b = name[start : len(name) - end], handler[start : len(handler) - end]
+    if len(a) <= 1 and len(b) <= 1:
+        return True  # one letter left out, added or changed
+    return len(a) == len(b) == 2 and a == b[::-1]  # two neighbours swapped
 
 
 def _awaitable(function: Any) -> bool:

@@ -7,6 +7,7 @@ WebSocket handshake), the way a foreign client or an attacker would
 
 from __future__ import annotations
 
+import fractions
 import json
 import re
 import time
@@ -354,13 +355,16 @@ async def test_many_websocket_messages_in_flight_are_each_answered(serve_app: An
     [
         ({"path": "acp"}, "ServerOptions.path must start with '/', not 'acp'"),
         ({"health_path": "health"}, "ServerOptions.health_path must start with '/'"),
+        ({"health_path": ""}, "not '' (None turns it off)"),
         ({"idle_timeout": -5}, "ServerOptions.idle_timeout must be a positive number of seconds"),
         ({"idle_timeout": float("nan")}, "ServerOptions.idle_timeout must be a positive number"),
         ({"keepalive_interval": 0}, "ServerOptions.keepalive_interval must be a positive number"),
         ({"close_grace": -1.0}, "ServerOptions.close_grace must be a positive number"),
-        ({"max_message_bytes": 0}, "ServerOptions.max_message_bytes must be a positive int"),
-        ({"max_buffered_bytes": 1.5}, "ServerOptions.max_buffered_bytes must be a positive int"),
-        ({"max_session_streams": -1}, "ServerOptions.max_session_streams must be a positive int"),
+        ({"max_message_bytes": 0}, "ServerOptions.max_message_bytes must be an int >= 1"),
+        ({"max_message_bytes": True}, "ServerOptions.max_message_bytes must be an int >= 1"),
+        ({"max_buffered_bytes": 1.5}, "ServerOptions.max_buffered_bytes must be an int >= 0"),
+        ({"max_buffered_bytes": -1}, "ServerOptions.max_buffered_bytes must be an int >= 0"),
+        ({"max_session_streams": -1}, "ServerOptions.max_session_streams must be an int >= 1"),
     ],
 )
 def test_options_that_could_never_work_are_refused_at_once(
@@ -379,7 +383,11 @@ def test_options_at_their_edges_are_accepted() -> None:
         path="/",
         health_path=None,
         idle_timeout=float("inf"),
+        keepalive_interval=None,
         close_grace=0,
+        max_buffered_bytes=0,
         max_session_streams=1,
+        max_message_bytes=fractions.Fraction(10).numerator,
     )
     assert app.options.path == "/" and app.options.close_grace == 0
+    assert AcpApp(RemoteTestAgent, idle_timeout=fractions.Fraction(1, 2)).options.idle_timeout

@@ -166,9 +166,10 @@ def test_wrappers_that_return_a_coroutine_are_accepted() -> None:
         (acp.BaseAgent, "newSession", "new_session"),
         (acp.BaseAgent, "promt", "prompt"),
         (acp.BaseAgent, "cancle", "cancel"),
-        (acp.BaseAgent, "ext_methods", "ext_method"),
+        (acp.BaseAgent, "ext_mehtod", "ext_method"),
+        (acp.BaseAgent, "new_sessiom", "new_session"),
         (acp.BaseClient, "requestPermission", "request_permission"),
-        (acp.BaseClient, "session_updates", "session_update"),
+        (acp.BaseClient, "sesion_update", "session_update"),
         (acp.BaseAgentV2, "new_sesion", "new_session"),
         (acp.BaseClientV2, "sesion_update", "session_update"),
     ],
@@ -188,11 +189,39 @@ def test_a_misspelled_handler_gets_a_warning_naming_the_handler(
     assert getattr(defined, name) is method  # defined all the same
 
 
-def test_helpers_far_from_any_handler_name_are_left_alone(recwarn: pytest.WarningsRecorder):
-    class Quiet(acp.BaseAgent):
-        async def fetch_weather(self, city: str) -> str:
-            return city
+@pytest.mark.parametrize(
+    ("base", "name"),
+    [
+        (acp.BaseAgent, "fetch_weather"),
+        (acp.BaseAgent, "prompts"),  # a handler's name with more at either end
+        (acp.BaseAgent, "new_session_id"),
+        (acp.BaseAgent, "close_sessions"),
+        (acp.BaseAgent, "list_sessions_for"),
+        (acp.BaseAgent, "on_new_session"),
+        (acp.BaseAgent, "set_session_model"),  # the official SDK's unstable name
+        (acp.BaseAgent, "get_session"),  # a whole word away
+        (acp.BaseAgent, "save_session"),
+        (acp.BaseAgent, "on_cancel"),
+        (acp.BaseAgentV2, "load_session"),
+        (acp.BaseClient, "write_file"),
+        (acp.BaseClient, "send_update"),
+        (acp.BaseClient, "on_session_update"),
+        (acp.BaseClient, "session_updates"),
+    ],
+)
+def test_helpers_named_unlike_a_misspelling_are_left_alone(
+    base: type, name: str, recwarn: pytest.WarningsRecorder
+) -> None:
+    async def method(self: object) -> None: ...
 
+    type(base)("Mine", (base,), {"__qualname__": "Mine", name: method})
+    assert not [w for w in recwarn if issubclass(w.category, acp.HandlerNameWarning)]
+
+
+def test_private_names_plain_defs_and_real_handlers_are_left_alone(
+    recwarn: pytest.WarningsRecorder,
+) -> None:
+    class Quiet(acp.BaseAgent):
         async def _promt(self) -> None: ...
 
         def promt_text(self) -> str:  # not a coroutine function: no handler

@@ -10,7 +10,8 @@ import pytest
 import acp_fast as acp
 from acp_fast import helpers as h
 from acp_fast._typed import v2 as typed_v2
-from acp_fast.schema import v1, v2
+from acp_fast.compat import helpers as compat_helpers
+from acp_fast.schema import v1, v1_unstable, v2
 from tests.typed.test_class_api import Client, pair
 from tests.typed.test_v2 import INFO, ClientV2
 from tests.typed.test_v2 import pair as pair_v2
@@ -22,6 +23,12 @@ V1_MISTAKES: list[tuple[Any, Any, str]] = [
     ("SID", "hello", "not str 'hello'"),
     ("SID", None, "not NoneType None"),
     ("SID", h.text("hi"), "not a content block (v1.ContentBlockText): wrap it, e.g. "),
+    (
+        "SID",
+        v1_unstable.ContentBlockText(text="hi"),
+        "not a content block (v1_unstable.ContentBlockText)",
+    ),
+    ("SID", compat_helpers.text_block("hi"), "not a content block (schema.TextContentBlock)"),
     ("SID", v1.NewSessionResponse(session_id="x"), "not NewSessionResponse "),
     (h.agent_text("hi"), "SID", "wants the session id (a str) first, not "),
     (7, h.agent_text("hi"), "wants the session id (a str) first, not int 7"),
@@ -52,6 +59,16 @@ class CheckedAgent(acp.BaseAgent):
             request.session_id,
             {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "dict"}},
         )
+        # The unstable classes (what an unstable agent decodes to) and compat's models.
+        await self.client.session_update(
+            request.session_id,
+            v1_unstable.SessionUpdateAgentMessageChunk(
+                content=v1_unstable.ContentBlockText(text="unstable")
+            ),
+        )
+        await self.client.session_update(
+            request.session_id, compat_helpers.update_agent_message_text("compat")
+        )
         return v1.PromptResponse(stop_reason="end_turn")
 
 
@@ -68,7 +85,13 @@ async def test_v1_session_update_refuses_what_is_not_an_update_and_sends_nothing
     for (_, _, expected), message in zip(V1_MISTAKES, agent.refused, strict=True):
         assert expected in message
     # Only what passed the check reached the client, in order.
-    assert client.updates == [("s1", "good"), ("s1", "sub"), ("s1", "dict")]
+    assert client.updates == [
+        ("s1", "good"),
+        ("s1", "sub"),
+        ("s1", "dict"),
+        ("s1", "unstable"),
+        ("s1", "compat"),
+    ]
 
 
 class CheckedAgentV2(typed_v2.BaseAgentV2):

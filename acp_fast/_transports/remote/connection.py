@@ -8,6 +8,7 @@ goes back where the client listens. docs/remote.md describes the routing.
 
 from __future__ import annotations
 
+import numbers
 import secrets
 import time
 from collections.abc import Sequence
@@ -49,7 +50,7 @@ class ServerOptions:
     max_session_streams: int = 256
     # An HTTP connection nobody used for this long is closed.
     idle_timeout: float = 300.0
-    keepalive_interval: float = 15.0
+    keepalive_interval: float | None = 15.0  # None: no keep-alives
     # After DELETE (or a socket's close) the agent gets this long to finish.
     close_grace: float = 2.0
 
@@ -59,16 +60,27 @@ class ServerOptions:
         for name in ("path", "health_path"):
             value = getattr(self, name)
             if value is not None and not (isinstance(value, str) and value.startswith("/")):
-                raise ValueError(f"ServerOptions.{name} must start with '/', not {value!r}")
-        for name in ("max_message_bytes", "max_buffered_bytes", "max_session_streams"):
+                raise ValueError(
+                    f"ServerOptions.{name} must start with '/', not {value!r}"
+                    + (" (None turns it off)" if name == "health_path" else "")
+                )
+        for name, least in (
+            ("max_message_bytes", 1),
+            ("max_buffered_bytes", 0),  # 0: one message ahead of the reader at a time
+            ("max_session_streams", 1),
+        ):
             value = getattr(self, name)
-            if not isinstance(value, int) or value <= 0:
-                raise ValueError(f"ServerOptions.{name} must be a positive int, not {value!r}")
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
+                raise ValueError(f"ServerOptions.{name} must be an int >= {least}, not {value!r}")
         for name in ("idle_timeout", "keepalive_interval", "close_grace"):
             value = getattr(self, name)
+            if value is None and name == "keepalive_interval":
+                continue  # no keep-alive comments on SSE streams
             # NaN fails both comparisons; close_grace may be 0 (no grace).
-            if not isinstance(value, (int, float)) or not (
-                value >= 0 if name == "close_grace" else value > 0
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, numbers.Real)
+                or not (float(value) >= 0 if name == "close_grace" else float(value) > 0)
             ):
                 raise ValueError(
                     f"ServerOptions.{name} must be a positive number of seconds, not {value!r}"

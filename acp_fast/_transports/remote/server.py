@@ -12,6 +12,7 @@ security defaults.
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import logging
 import math
@@ -650,17 +651,21 @@ async def _socket_sender(send: Send, mailbox: Mailbox, channel: SocketChannel) -
             batch_cork = cork if len(items) > 1 else None
             if batch_cork is not None:
                 batch_cork(True)
-            for item in items:
-                if closing is not None:
-                    if closing():
-                        raise ConnectionResetError("the client's socket is closing")
-                elif unchecked == _SENDS_PER_CHECKPOINT:
-                    await anyio.lowlevel.checkpoint()
-                    unchecked = 0
-                await send({"type": "websocket.send", "text": item.decode()})
-                unchecked += 1
-            if batch_cork is not None:
-                batch_cork(False)
+            try:
+                for item in items:
+                    if closing is not None:
+                        if closing():
+                            raise ConnectionResetError("the client's socket is closing")
+                    elif unchecked == _SENDS_PER_CHECKPOINT:
+                        await anyio.lowlevel.checkpoint()
+                        unchecked = 0
+                    await send({"type": "websocket.send", "text": item.decode()})
+                    unchecked += 1
+            finally:
+                if batch_cork is not None:
+                    # Also when the batch broke off: what was written leaves now.
+                    with contextlib.suppress(OSError):
+                        batch_cork(False)
         await send({"type": "websocket.close", "code": channel.close_code})
     except OSError:
         mailbox.close()  # the client is gone: the agent's writes fail
@@ -706,6 +711,10 @@ def _corker(transport: Any) -> Callable[[bool], None] | None:
         return None
     setsockopt = sock.setsockopt
     option = _TCP_CORK
+    try:  # tried once: not every kind of TCP socket takes it
+        setsockopt(socket.IPPROTO_TCP, option, 0)
+    except (OSError, ValueError):
+        return None
 
     def cork(on: bool) -> None:
         try:
