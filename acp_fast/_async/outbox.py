@@ -89,6 +89,23 @@ class Outbox:
             self._flush_scheduled = True
             self._backend.call_soon(self._flush)
 
+    def _enqueue_update(self, data: bytes) -> bool:
+        """``_enqueue(data, False, NOTIFICATION_FLUSH)``, then whether a sender
+        that paces itself must drain (``_must_drain``): one call per update
+        of an agent's stream, its busiest path (docs/architecture.md)."""
+        if self._output_closed or self._observer is not None:
+            self._enqueue(data, False, NOTIFICATION_FLUSH)
+            return self._out_size + self._channel.pending > HIGH_WATER
+        self._out.append(data)
+        size = self._out_size = self._out_size + len(data)
+        if size >= NOTIFICATION_FLUSH:
+            self._flush()
+            return self._channel.pending > HIGH_WATER
+        if not self._sync and not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._backend.call_soon(self._flush)
+        return size + self._channel.pending > HIGH_WATER
+
     def _flush(self) -> None:
         self._flush_scheduled = False
         self._wrote_early = False

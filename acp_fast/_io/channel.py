@@ -48,7 +48,10 @@ class Channel:
         # as a memoryview of its rest: slicing bytes would copy the remainder
         # on every partial write, quadratic for a 10 MB message on a pipe.
         self._held: deque[bytes | memoryview] = deque()
-        self._held_size = 0
+        # Bytes written to the channel and not yet taken by the OS: read by
+        # senders that pace themselves, per message (an attribute, not a
+        # property, for that); only the channel changes it.
+        self.pending = 0
         self._writer: Waiter | None = None  # the run() task, parked
         self._drainers: list[Waiter] = []
         self._failure: BaseException | None = None
@@ -67,11 +70,6 @@ class Channel:
 
     # -- writing ------------------------------------------------------------
 
-    @property
-    def pending(self) -> int:
-        """Bytes written to the channel and not yet taken by the OS."""
-        return self._held_size
-
     def write(self, data: bytes) -> None:
         if self._failure is not None:
             raise ChannelError(f"cannot write: {self._failure}") from self._failure
@@ -87,10 +85,10 @@ class Channel:
                 return
             rest = memoryview(data)[written:]
             self._held.append(rest)
-            self._held_size += len(rest)
+            self.pending += len(rest)
         else:
             self._held.append(data)
-            self._held_size += len(data)
+            self.pending += len(data)
         self._wake_writer()
 
     def _write_now(self, data: bytes | memoryview) -> int:
@@ -126,7 +124,7 @@ class Channel:
                 except ChannelError as exc:
                     self._fail(exc)
                     return
-                self._held_size -= written
+                self.pending -= written
                 if written == len(data):
                     self._held.popleft()
                     continue
@@ -178,7 +176,7 @@ class Channel:
         if self._failure is None:
             self._failure = exc
         self._held.clear()
-        self._held_size = 0
+        self.pending = 0
         self._release_drainers()
 
     async def aclose(self) -> None:

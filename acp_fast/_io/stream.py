@@ -62,7 +62,7 @@ class StreamChannel(Channel):
                 self._writer = self.backend.new_waiter()
                 await self._writer.wait()
             data = b"".join(self._held)
-            size = self._held_size
+            size = self.pending
             self._held.clear()
             try:
                 await self._send_stream.send(data)
@@ -72,13 +72,13 @@ class StreamChannel(Channel):
                 # exception escaping the connection's task group.
                 self._fail(exc)
                 return
-            self._held_size -= size
+            self.pending -= size
             if not self._held:
                 self._release_drainers()
 
     def _writing(self) -> bool:
         # Held data is in flight until run() finished sending it.
-        return bool(self._held or self._held_size)
+        return bool(self._held or self.pending)
 
     async def close_write(self) -> None:
         if self._write_closed or self._eof_requested:

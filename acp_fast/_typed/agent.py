@@ -38,7 +38,6 @@ from .._async._wire import encode_payload as _encode
 from .._async._wire import notification_head
 from .._async.builder import Builder
 from .._async.connection import ConnectionTo
-from .._async.outbox import NOTIFICATION_FLUSH
 from .._async.requests import SentRequest
 from .._async.responder import Responder
 from .._async.roles import Agent
@@ -58,6 +57,7 @@ log = logging.getLogger("acp_fast")
 
 _UPDATE_HEAD = notification_head(v1.SessionNotification.METHOD)
 _UPDATES = UpdateCheck(v1.SessionUpdate, "v1", compat=True)
+_MAX_UPDATE_HEADS = 256
 _UPDATE_TYPES = _UPDATES.types
 
 
@@ -70,7 +70,10 @@ class ClientConnection:
         # queued as its finished line (what cx.send_notification writes),
         # with no call in between, when the connection's counterpart is the
         # client (docs/architecture.md).
-        self._queue_update = cx._enqueue if cx.role.has_default_peer else None
+        self._queue_update = cx._enqueue_update if cx.role.has_default_peer else None
+        # Each session's line head up to its update, encoded once: the
+        # update is encoded alone and spliced in (no SessionNotification).
+        self._update_heads: dict[str, bytes] = {}
 
     async def session_update(self, session_id: str, update: v1.SessionUpdate) -> None:
         """Send one ``session/update``; waits only when the client reads slowly.
@@ -81,15 +84,27 @@ class ClientConnection:
         """
         if type(update) not in _UPDATE_TYPES or type(session_id) is not str:
             _UPDATES.refuse(session_id, update)
-        cx = self.cx
-        notification = v1.SessionNotification(session_id=session_id, update=update)
         queue = self._queue_update
         if queue is not None:
-            queue(_UPDATE_HEAD + _encode(notification) + b"}\n", False, NOTIFICATION_FLUSH)
-        else:
-            cx.send_notification(notification)
+            head = self._update_heads.get(session_id)
+            if head is None:
+                head = self._update_head(session_id)
+            if queue(head + _encode(update) + b"}}\n"):  # must drain: the client reads slowly
+                await self.cx.drain()
+            return
+        cx = self.cx
+        cx.send_notification(v1.SessionNotification(session_id=session_id, update=update))
         if cx._must_drain():  # no coroutine per update when the client keeps up
             await cx.drain()
+
+    def _update_head(self, session_id: str) -> bytes:
+        heads = self._update_heads
+        if len(heads) >= _MAX_UPDATE_HEADS:
+            heads.clear()  # an agent that makes sessions without end
+        head = heads[session_id] = (
+            _UPDATE_HEAD + b'{"sessionId":' + _encode(session_id) + b',"update":'
+        )
+        return head
 
     async def request_permission(
         self,

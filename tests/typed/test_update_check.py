@@ -3,8 +3,11 @@ anything is sent, and names the mistake (v1 and v2)."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import pytest
 
 import acp_fast as acp
@@ -123,3 +126,56 @@ async def test_v2_session_update_refuses_what_is_not_a_v2_update() -> None:
     assert "not a content block (v2.ContentBlockText)" in agent.refused[1]
     assert "not SessionUpdateAgentMessageChunk " in agent.refused[2]  # v1's, not v2's
     assert "chunk:hi" in client.updates
+
+
+async def test_an_update_line_is_byte_for_byte_what_send_notification_writes() -> None:
+    """``session_update`` splices the encoded update into a per-session line
+    head (docs/architecture.md); the bytes are those of the general path,
+    for ids that need escaping and past the head cache's bound."""
+    from acp_fast._async._wire import encode_notification
+    from acp_fast._typed.agent import _MAX_UPDATE_HEADS, ClientConnection
+
+    agent_in, peer_out = os.pipe()
+    peer_in, agent_out = os.pipe()
+    session_ids = [
+        's-"quoted"\\',
+        "s-\u2028-\U0001f600",
+        *(f"s{n}" for n in range(_MAX_UPDATE_HEADS + 2)),
+    ]
+    updates: list[Any] = [
+        h.agent_text("one"),
+        h.tool_call("call-1", "Read", kind="read"),
+        {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "d"}},
+    ]
+    expected = b"".join(
+        encode_notification(
+            "session/update", v1.SessionNotification(session_id=session_id, update=update)
+        )
+        for session_id in [*session_ids, session_ids[0]]
+        for update in updates
+    )
+
+    async def send_all(cx: acp.ConnectionTo[Any]) -> None:
+        client = ClientConnection(cx)
+        for session_id in [*session_ids, session_ids[0]]:  # the first again, after the bound
+            for update in updates:
+                await client.session_update(session_id, update)
+
+    def read_all() -> bytes:
+        chunks = []
+        while chunk := os.read(peer_in, 65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async with anyio.create_task_group() as group:
+        written: list[bytes] = []
+
+        async def reader() -> None:
+            written.append(await anyio.to_thread.run_sync(read_all))
+
+        group.start_soon(reader)
+        transport = acp.FdTransport(agent_in, agent_out, close=True)
+        await acp.Agent.builder().connect_with(transport, send_all)
+    os.close(peer_in)
+    os.close(peer_out)
+    assert written[0] == expected

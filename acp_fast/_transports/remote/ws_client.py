@@ -444,7 +444,7 @@ class _Frames(Channel):
         if self._write_closed or self._held or self._failure is not None:
             if self._failure is None:
                 self._held.append(data)
-                self._held_size += len(data)
+                self.pending += len(data)
                 self._wake_writer()
         else:
             super().write(data)
@@ -487,7 +487,7 @@ class _SocketFrames(_Frames, FdChannel):
         while self._held:
             data = self._held[0]
             written = self._write_now(data)
-            self._held_size -= written
+            self.pending -= written
             if written == len(data):
                 self._held.popleft()
             else:
@@ -506,5 +506,5 @@ class _StreamFrames(_Frames, StreamChannel):
         if self._held:
             data = b"".join(self._held)
             self._held.clear()
-            self._held_size = 0
+            self.pending = 0
             await self._send_stream.send(data)
