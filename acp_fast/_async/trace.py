@@ -35,6 +35,7 @@ from .._core import FORM_OVERSIZED as OVERSIZED
 from .._core import FORM_READ as READ
 from .._core import FORM_WRITTEN as WRITTEN
 from .._core import EntryQueue, HopEntries, entry_lines, join_events
+from .._io.append_file import AppendFile
 from .observe import INCOMING, OUTGOING, Observer, WireRecorder
 
 __all__ = ("HopRecorder", "TraceSink", "TraceWriter", "build_event", "encode_event")
@@ -488,22 +489,6 @@ def encode_event(
     return _encode(build_event(ts, wall, direction, hop, sender, receiver, data, oversized))
 
 
-def _write_all(fd: int, parts: list[bytes]) -> None:
-    """Write ``parts`` in as few system calls as the kernel allows."""
-    start = 0
-    while start < len(parts):
-        written = os.writev(fd, parts[start : start + _IOV_MAX])
-        while start < len(parts) and written >= len(parts[start]):
-            written -= len(parts[start])
-            start += 1
-        if written:
-            parts[start] = parts[start][written:]
-
-
-# At most this many buffers per writev (Linux takes 1024).
-_IOV_MAX = 1024
-
-
 class TraceWriter:
     """Records messages to an NDJSON file (or hands events to a callback).
 
@@ -551,7 +536,7 @@ class TraceWriter:
             self._file = None
         else:
             # Truncated at start, like the Rust conductor's --trace.
-            self._file = open(sink, "wb", buffering=0)
+            self._file = AppendFile(sink)
             self._wake = threading.Event()
             self._thread = threading.Thread(
                 target=self._write_loop, name="acp_fast trace writer", daemon=True
@@ -701,7 +686,7 @@ class TraceWriter:
             size += batch_size
         try:
             assert self._file is not None
-            _write_all(self._file.fileno(), parts)
+            self._file.write(parts)
         finally:
             # Written or not, these no longer count against the bounds.
             queue = self._queue
@@ -735,7 +720,7 @@ class TraceWriter:
         self._thread.join()
         summary = self._summary()
         try:
-            _write_all(self._file.fileno(), [_encode(summary) + b"\n"])
+            self._file.write([_encode(summary) + b"\n"])
         finally:
             self._file.close()
 
