@@ -17,14 +17,15 @@ connection's. So, where the file system takes ``O_DIRECT``:
   the two kinds of write coherent).
 
 Anywhere else (no ``O_DIRECT``, a file system or a device that refuses it,
-at open or at any write) it writes through the page cache, as plain files
-do. What the file holds is the same either way.
+at open or at any write, a path that is not a regular file: a FIFO,
+``/dev/stdout``) it writes through the page cache, as plain files do. What the file holds is the same either way.
 """
 
 from __future__ import annotations
 
 import mmap
 import os
+import stat
 
 __all__ = ("BLOCK", "AppendFile")
 
@@ -46,7 +47,8 @@ class AppendFile:
         self._buffer: mmap.mmap | None = None
         self._used = 0  # bytes in the buffer from _offset on
         self._offset = 0  # the file offset of the buffer's first byte, a multiple of BLOCK
-        if direct and _O_DIRECT:
+        # Only a regular file has offsets to write at (not a FIFO, /dev/stdout).
+        if direct and _O_DIRECT and stat.S_ISREG(os.fstat(self._fd).st_mode):
             try:
                 self._direct_fd = os.open(path, os.O_WRONLY | _O_DIRECT | _O_CLOEXEC)
             except OSError:

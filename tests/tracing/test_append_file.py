@@ -127,3 +127,28 @@ def test_a_path_that_cannot_be_written_raises_at_open(tmp_path: Path) -> None:
         AppendFile(tmp_path)
     with pytest.raises(FileNotFoundError):
         AppendFile(tmp_path / "missing" / "t.jsons")
+
+
+def test_a_fifo_is_written_in_order_without_offsets(tmp_path: Path) -> None:
+    """A path that is not a regular file (a FIFO, /dev/stdout) has no
+    offsets: it is written through plain writes, in order."""
+    import threading
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+
+    def read() -> None:
+        with open(fifo, "rb") as reader:
+            received.append(reader.read())
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    file = AppendFile(fifo)
+    assert not file.direct
+    parts = [b"%d\n" % n * (n + 1) for n in range(200)]
+    file.write(parts[:100])
+    file.write(parts[100:])
+    file.close()
+    reader.join(10)
+    assert received == [b"".join(parts)]
