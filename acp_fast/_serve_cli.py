@@ -169,6 +169,12 @@ def _load_factory(spec: str) -> Any:
     module_name, _, name = spec.partition(":")
     if not module_name or not name:
         raise _Failed(f"{spec!r} is not module:factory")
+    # As uvicorn does (its --app-dir, "." by default): a module of the
+    # working directory imports, though the acp-fast script's own directory
+    # is first on sys.path, not the working directory.
+    here = os.getcwd()
+    if "" not in sys.path and here not in sys.path:
+        sys.path.insert(0, here)
     try:
         factory: Any = importlib.import_module(module_name)
     except Exception as exc:  # its own import error, a syntax error, ...

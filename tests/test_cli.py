@@ -415,6 +415,28 @@ def test_serve_with_a_bad_target_is_one_line(target: str, message: str, tmp_path
     assert_error_line(done, f"acp-fast serve: {message}")
 
 
+def test_serve_imports_a_module_of_the_working_directory(tmp_path: Path) -> None:
+    """The installed ``acp-fast`` script (whose own directory, not the
+    working one, heads sys.path) finds ``module:factory`` in the working
+    directory, as uvicorn does: here it gets as far as the factory."""
+    pytest.importorskip("uvicorn")
+    script = Path(sys.executable).parent / "acp-fast"
+    if not script.exists():
+        pytest.fail(f"no acp-fast script beside {sys.executable}: install the package")
+    (tmp_path / "my_agents.py").write_text(AGENTS_MODULE)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [str(script), "serve", "my_agents:NAME"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=50,
+        stdin=subprocess.DEVNULL,
+    )
+    assert_error_line(done, "acp-fast serve: 'my_agents:NAME' is a str, not a factory")
+
+
 @pytest.mark.parametrize("address", ["in-use", "not-ours"])
 def test_serve_on_an_address_it_cannot_listen_on_is_one_line(address: str) -> None:
     pytest.importorskip("uvicorn")
