@@ -143,28 +143,31 @@ async def test_agent_requests_are_answered(serve_app: Any, kind: str) -> None:
 
 
 async def test_a_lost_connection_fails_pending_requests(serve_app: Any, kind: str) -> None:
+    """The link breaking is the peer's end, as a process's exit is over
+    stdio: the pending request and every later one fail with ``acp.Error``
+    naming what broke, and the code around them runs on (it is not
+    cancelled), so ``except acp.Error`` around a call works."""
     watched = Watched()
     base = serve_app(AcpApp(serve=watched))
     errors: list[acp.Error] = []
     with anyio.fail_after(TIMEOUT):
-        try:
-            async with acp.connect_to_agent(RecordingClient(), transport_for(kind, base)) as agent:
-                await agent.initialize()
-                slow = agent.send_request(acp.UntypedMessage("_t/slow", {}))
+        async with acp.connect_to_agent(RecordingClient(), transport_for(kind, base)) as agent:
+            await agent.initialize()
+            slow = agent.send_request(acp.UntypedMessage("_t/slow", {}))
+            await agent.send_request(acp.UntypedMessage("_t/echo", {}))
+            watched.cut()
+            with pytest.raises(acp.Error) as pending:
+                await slow
+            errors.append(pending.value)
+            with pytest.raises(acp.Error) as later:
                 await agent.send_request(acp.UntypedMessage("_t/echo", {}))
-                watched.cut()
-                try:
-                    await slow
-                except acp.Error as err:
-                    errors.append(err)
-                await agent.send_request(acp.UntypedMessage("_t/echo", {}))
-        except acp.Error as err:
-            errors.append(err)
-    assert errors
+            errors.append(later.value)
     for err in errors:
         assert err.code == acp.ErrorCode.INTERNAL_ERROR
         text = f"{err.message} {err.data}"
         assert "closed" in text or "ended" in text or "lost" in text, text
+    assert acp.is_incoming_transport_closed(errors[0])
+    assert isinstance(errors[0].data, dict) and errors[0].data.get("transport"), errors[0].data
 
 
 async def test_closing_the_client_ends_the_agent_connection(serve_app: Any, kind: str) -> None:

@@ -88,6 +88,7 @@ async def test_input_is_one_message_per_line_and_ends_cleanly() -> None:
     channel.put_nowait(b'{\n  "a": 1\r\n}')
     await channel.put(b"[]")
     assert await channel.receive() == b'{   "a": 1  }\n[]\n'
-    channel.fail_input("link lost")
-    with pytest.raises(Exception, match="link lost"):
-        await channel.receive()
+    channel.lose_input("link lost")
+    assert await channel.receive() == b""  # an EOF: the peer is gone
+    assert channel.describe_end is not None
+    assert await channel.describe_end() == {"transport": "link lost"}

@@ -6,7 +6,9 @@ bytes. ``MessageChannel`` joins the two inside one process:
 
 * ``put(message)`` hands the connection one message it will ``receive()``;
   the input is bounded (``put`` waits while too much is unread), and
-  ``end_input()`` / ``fail_input(reason)`` end it with an EOF or an error;
+  ``end_input()`` ends it with an EOF, and ``lose_input(reason)`` with an
+  EOF that says why (the link broke: the peer is gone, as when a process
+  exits, docs/semantics.md §1.3);
 * what the connection writes is cut at newlines and each complete message
   is offered to a ``MessageSink``. A sink that is full refuses it, and the
   connection's writer then waits for ``room()``: a far end that stops
@@ -52,7 +54,7 @@ class MessageChannel(Channel):
         self._input_size = 0
         self._input_capacity = input_capacity
         self._input_ended = False
-        self._input_failure: str | None = None
+        self._lost: str | None = None  # why the input ended, when the link broke
         self._reader: Waiter | None = None
         self._putters: list[Waiter] = []
         self._partial = b""  # output after its last newline, so far
@@ -86,11 +88,18 @@ class MessageChannel(Channel):
         self._wake_reader()
         self._release_putters()
 
-    def fail_input(self, reason: str) -> None:
-        """The link broke: the connection's next read fails with ``reason``."""
-        if self._input_failure is None and not self._closed:
-            self._input_failure = reason
+    def lose_input(self, reason: str) -> None:
+        """The link broke: the input ends, and the requests that its end
+        fails say ``reason`` (``data.transport``). A broken link is the peer
+        gone, like a process that exits: pending requests fail with
+        ``acp.Error``, the connection's owner goes on (docs/remote.md)."""
+        if self._lost is None and not self._closed and not self._input_ended:
+            self._lost = reason
+            self.describe_end = self._describe_loss
         self.end_input()
+
+    async def _describe_loss(self) -> dict[str, Any]:
+        return {"transport": self._lost}
 
     @property
     def input_ended(self) -> bool:
@@ -110,8 +119,6 @@ class MessageChannel(Channel):
 
     async def receive(self) -> bytes:
         while not self._input:
-            if self._input_failure is not None:
-                raise ChannelError(self._input_failure)
             if self._input_ended:
                 return b""
             self._reader = self.backend.new_waiter()

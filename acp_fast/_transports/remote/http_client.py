@@ -178,7 +178,7 @@ class _HttpLink:
 
     def fail(self, reason: str) -> None:
         if not self.closing:
-            self.channel.fail_input(reason)
+            self.channel.lose_input(reason)
         self.closing = True
         self.scope.cancel()
 

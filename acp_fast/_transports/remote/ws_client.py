@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -326,8 +326,12 @@ class _Frames(Channel):
                 self.read_hint = self._need - len(self._inbox)
                 data = await super().receive()
                 if not data:
+                    # Gone without a Close frame (the server died, the network
+                    # dropped): the peer's end, as a process's exit is. Pending
+                    # requests fail with acp.Error naming it (docs/remote.md).
                     ws.receive_eof()
-                    raise ChannelError("the WebSocket connection was lost")
+                    self.describe_end = _connection_lost
+                    return b""
             messages = self._parse(data)
             answers = ws.data_to_send()
             if answers:  # pongs, the echo of a Close, a Close for an error
@@ -434,6 +438,7 @@ class _Frames(Channel):
                 self._skipping = self._in_fragment = not frame.fin
             elif opcode is Opcode.CLOSE:
                 self._closed_by_server = True
+                self.describe_end = _closed_by(bytes(frame.data))
                 break
         return _lines(messages) if messages else b""
 
@@ -508,3 +513,23 @@ class _StreamFrames(_Frames, StreamChannel):
             self._held.clear()
             self.pending = 0
             await self._send_stream.send(data)
+
+
+def _closed_by(data: bytes) -> Callable[[], Awaitable[dict[str, Any]]]:
+    """What the requests a server's Close fails say: its code and reason."""
+    from websockets.frames import Close
+
+    try:
+        close = Close.parse(data)
+        said = f"code {close.code}" + (f": {close.reason}" if close.reason else "")
+    except Exception:  # a malformed Close is still a Close
+        said = "a malformed Close frame"
+
+    async def describe() -> dict[str, Any]:
+        return {"transport": f"the server closed the WebSocket ({said})"}
+
+    return describe
+
+
+async def _connection_lost() -> dict[str, Any]:
+    return {"transport": "the WebSocket connection was lost (no Close frame)"}
