@@ -67,3 +67,33 @@ async def test_a_signal_stops_serve_while_a_prompt_streams(
     assert status == 128 + signum, stderr.read_text()
     log = stderr.read_text()
     assert "Traceback" not in log, log
+
+
+@pytest.mark.parametrize("kind", ["bridge", "factory"])
+def test_a_stopping_serve_sends_each_websocket_a_close_frame(tmp_path: Path, kind: str) -> None:
+    """Told to stop, the server closes each WebSocket itself (1001, going
+    away) before it exits, idle or not: the client reads a Close frame, not
+    a dropped connection, and its answering Close ends the agent."""
+    from websockets.exceptions import ConnectionClosedOK
+    from websockets.sync.client import connect
+
+    port = free_port()
+    stderr = tmp_path / "stderr"
+    server = start_server(port, kind, tmp_path / "pids", stderr)
+    try:
+        with connect(f"ws://127.0.0.1:{port}/acp") as socket_:
+            socket_.send(
+                '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}'
+            )
+            assert '"id":1' in str(socket_.recv(timeout=20))
+            server.send_signal(signal.SIGTERM)
+            with pytest.raises(ConnectionClosedOK):
+                while True:
+                    socket_.recv(timeout=20)
+            assert socket_.close_code == 1001
+        assert server.wait(GRACEFUL_SHUTDOWN_SECONDS + 10) == -signal.SIGTERM
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    assert "Traceback" not in stderr.read_text()

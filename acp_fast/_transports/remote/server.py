@@ -98,6 +98,8 @@ class RemoteServer:
         """Close every connection and wait (briefly) for their agents."""
         connections = list(self.connections.values())
         for conn in connections:
+            if isinstance(conn.channel, SocketChannel):
+                conn.channel.going_away()
             conn.close()
         with anyio.move_on_after(self.options.close_grace + 1):
             for conn in connections:
@@ -588,6 +590,14 @@ class SocketChannel(MessageChannel):
             parts.append(b"")
             return b"\n".join(parts)
         return await super().receive()  # EOF, or the failure that ended the input
+
+    def going_away(self) -> None:
+        """The server stops: the client gets a Close frame (1001, RFC 6455
+        §7.4.1) after what is queued, at once; the Close it answers with
+        ends the agent's input. (Only the client's Close or its leaving
+        wakes a read waiting on the ASGI server.)"""
+        self.close_code = 1001
+        self._sink.end()
 
     def _client_gone(self) -> None:
         if self.connection is not None:
