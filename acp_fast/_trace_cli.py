@@ -112,11 +112,17 @@ def _view(argv: list[str]) -> int:
     args = _parse(parser, argv)
     if args.file is None:
         parser.error("the following arguments are required: FILE")
-    from ._viewer import export_html, serve
+    from ._viewer import NoEvents, export_html, serve
 
     if args.html:
         try:
-            count = export_html(args.file, args.html)
+            count = export_html(args.file, args.html, empty=False)
+        except NoEvents:
+            print(
+                f"acp-fast trace view: {args.file} holds no trace events; nothing written",
+                file=sys.stderr,
+            )
+            return 2
         except OSError as exc:
             print(f"acp-fast trace view: {exc}", file=sys.stderr)
             return 2

@@ -70,7 +70,13 @@ def tap(out: str, command: Sequence[str]) -> int:
                     command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0
                 )
             except OSError as exc:
-                print(f"acp-fast trace: cannot start the agent: {exc}", file=sys.stderr)
+                # Worded as serve words it: the command, not the errno.
+                why = (
+                    f"no such command: {command[0]!r}"
+                    if isinstance(exc, FileNotFoundError)
+                    else str(exc)
+                )
+                print(f"acp-fast trace: cannot start the agent: {why}", file=sys.stderr)
                 return 2
             downstream = _start(agent, recorder.record)
             downstream.join()

@@ -329,8 +329,7 @@ def test_trace_with_an_unwritable_out_is_one_line(tmp_path: Path) -> None:
 
 def test_trace_with_a_missing_agent_command_is_one_line(tmp_path: Path) -> None:
     done = run_piped("trace", "--out", str(tmp_path / "t.jsons"), "--", MISSING)
-    assert_error_line(done, "acp-fast trace: cannot start the agent: ")
-    assert MISSING in done.stderr
+    assert_error_line(done, f"acp-fast trace: cannot start the agent: no such command: {MISSING!r}")
 
 
 @pytest.mark.parametrize(
@@ -479,6 +478,25 @@ def test_trace_view_file_errors_are_one_line_status_2(case: str, tmp_path: Path)
     if case == "missing-trace":
         done = run_cli("trace", "view", str(tmp_path / "nope.jsons"), "--no-open")
     else:
-        trace.write_text("")
+        trace.write_text('{"type":"notification","ts":0,"method":"a"}\n')
         done = run_cli("trace", "view", str(trace), "--html", str(tmp_path / "no" / "x.html"))
     assert_error_line(done, "acp-fast trace view: ")
+    assert "holds no trace events" not in done.stderr
+
+
+@pytest.mark.parametrize("contents", ["", "print('not a trace')\n"])
+def test_exporting_a_file_without_events_is_an_error_and_writes_nothing(
+    contents: str, tmp_path: Path
+) -> None:
+    trace, out = tmp_path / "agent.py", tmp_path / "out.html"
+    trace.write_text(contents)
+    done = run_cli("trace", "view", str(trace), "--html", str(out))
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == (
+        f"acp-fast trace view: {trace} holds no trace events; nothing written"
+    )
+    if contents:  # and what it skipped, in the singular
+        assert done.stderr.splitlines()[0] == (
+            f"acp-fast trace view: skipped 1 line of {trace} that is not a JSON object (line 1)"
+        )
+    assert not out.exists()

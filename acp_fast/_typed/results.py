@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 
 from .._async.messages import decode_value
-from .._errors import Error
+from .._errors import Error, ErrorCode
 
 __all__ = ("checked_result",)
 
@@ -41,11 +41,21 @@ def checked_result(schema: ModuleType, owner: object, name: str, request: Any, r
             f"{type(owner).__name__}.{name} returned {type(result).__name__}, which is not a valid "
             f"{response_type.__name__}: {exc}"
         )
+        # The error's own message says it in short, hint first, so a peer
+        # that shows ``str(error)`` (its data cut at 200 characters) shows it.
+        summary = (
+            f"{type(owner).__name__}.{name} returned {type(result).__name__}, not a valid "
+            f"{response_type.__name__}"
+        )
         if result is None:
             # The usual cause: a handler whose last line is not its return.
-            message += f" (does it end with `return {response_type.__name__}(...)`?)"
+            hint = f" (does it end with `return {response_type.__name__}(...)`?)"
+            message += hint
+            summary = f"{type(owner).__name__}.{name} returned None{hint}"
         log.error("%s", message)
-        return Error.internal_error(
-            {"reason": "invalid_result", "method": method, "details": message[:1000]}
+        return Error(
+            ErrorCode.INTERNAL_ERROR,
+            summary[:300],
+            {"reason": "invalid_result", "method": method, "details": message[:1000]},
         )
     return {} if result is None else result

@@ -20,7 +20,7 @@ from typing import Any
 
 from ._lines import Skipped, embed, read_lines, warn_skipped
 
-__all__ = ("export_html", "load_events", "page", "serve")
+__all__ = ("NoEvents", "export_html", "load_events", "page", "serve")
 
 
 def _asset(name: str) -> str:
@@ -56,10 +56,18 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def export_html(trace: str | Path, out: str | Path) -> int:
-    """Write a self-contained page of ``trace`` to ``out``; the event count."""
+class NoEvents(Exception):
+    """``export_html(..., empty=False)`` of a file without a single event."""
+
+
+def export_html(trace: str | Path, out: str | Path, *, empty: bool = True) -> int:
+    """Write a self-contained page of ``trace`` to ``out``; the event count.
+    With ``empty`` false, a file without events (not a trace, or empty)
+    raises ``NoEvents`` and nothing is written."""
     lines, skipped = read_lines(trace)
     warn_skipped(trace, skipped)
+    if not lines and not empty:
+        raise NoEvents(str(trace))
     events_json = _events_json(lines)
     Path(out).write_text(page(events_json, title=Path(trace).name), encoding="utf-8")
     return len(lines)

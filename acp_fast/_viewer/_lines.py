@@ -85,14 +85,16 @@ def _not_json(name: str) -> None:
 
 def warn_skipped(path: str | Path, skipped: Skipped) -> None:
     """One line on stderr saying what ``read_lines`` left out, if anything."""
-    if skipped.count:
-        lines = "line" if skipped.count == 1 else "lines"
-        print(
-            f"acp-fast trace view: skipped {skipped.count} {lines} of {path} that are not"
-            f" JSON objects (the first: line {skipped.first})",
-            file=sys.stderr,
-            flush=True,
+    if skipped.count == 1:
+        what = f"1 line of {path} that is not a JSON object (line {skipped.first})"
+    elif skipped.count:
+        what = (
+            f"{skipped.count} lines of {path} that are not JSON objects"
+            f" (the first: line {skipped.first})"
         )
+    else:
+        return
+    print(f"acp-fast trace view: skipped {what}", file=sys.stderr, flush=True)
 
 
 def embed(events_json: str) -> str:

@@ -47,6 +47,11 @@ async def test_a_handler_returning_the_wrong_type_is_answered_internal_error(cap
     assert "ForgetfulAgent.prompt returned NoneType" in error.data["details"]
     assert "PromptResponse" in error.data["details"]
     assert "does it end with `return PromptResponse(...)`?" in error.data["details"]
+    # The hint is in the message itself, which str() shows first and whole.
+    assert error.message == (
+        "ForgetfulAgent.prompt returned None (does it end with `return PromptResponse(...)`?)"
+    )
+    assert str(error).startswith(error.message)
     logged = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert any("ForgetfulAgent.prompt returned NoneType" in r.getMessage() for r in logged)
 
