@@ -26,12 +26,18 @@ COMMANDS = [entry.name for entry in _COMMANDS]
 
 
 def run_cli(
-    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, prelude: str = "pass"
+    *args: str,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    prelude: str = "pass",
+    script: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """``acp-fast ARGS``; ``prelude`` runs first (to hide an installed module)."""
+    """``acp-fast ARGS``; ``prelude`` runs first (to hide an installed module);
+    with ``script``, that installed script is run instead."""
     code = f"import sys; {prelude}; from acp_fast._cli import main; sys.exit(main())"
+    command = [str(script)] if script is not None else [sys.executable, "-c", code]
     return subprocess.run(
-        [sys.executable, "-c", code, *args],
+        [*command, *args],
         capture_output=True,
         text=True,
         env=env,
@@ -424,15 +430,7 @@ def test_serve_imports_a_module_of_the_working_directory(tmp_path: Path) -> None
         pytest.fail(f"no acp-fast script beside {sys.executable}: install the package")
     (tmp_path / "my_agents.py").write_text(AGENTS_MODULE)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    done = subprocess.run(
-        [str(script), "serve", "my_agents:NAME"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=50,
-        stdin=subprocess.DEVNULL,
-    )
+    done = run_cli("serve", "my_agents:NAME", env=env, cwd=tmp_path, script=script)
     assert_error_line(done, "acp-fast serve: 'my_agents:NAME' is a str, not a factory")
 
 

@@ -47,16 +47,11 @@ def batches(seed: int) -> list[list[bytes]]:
     return out
 
 
-@pytest.mark.parametrize("direct", [True, False])
-def test_the_file_holds_exactly_what_was_written_after_every_write(
-    tmp_path: Path, direct: bool
-) -> None:
-    path = tmp_path / "t.jsons"
-    file = AppendFile(path, direct=direct)
-    assert file.direct is (direct and takes_o_direct(tmp_path))
+def write_checking_each(file: AppendFile, path: Path, seed: int) -> None:
+    """Write ``batches(seed)``, checking the file after each write, then close."""
     expected = b""
     try:
-        for parts in batches(seed=1):
+        for parts in batches(seed):
             file.write(parts)
             expected += b"".join(parts)
             # A reader sees every line whole: the cut tail is on disk too.
@@ -64,6 +59,16 @@ def test_the_file_holds_exactly_what_was_written_after_every_write(
     finally:
         file.close()
     assert path.read_bytes() == expected
+
+
+@pytest.mark.parametrize("direct", [True, False])
+def test_the_file_holds_exactly_what_was_written_after_every_write(
+    tmp_path: Path, direct: bool
+) -> None:
+    path = tmp_path / "t.jsons"
+    file = AppendFile(path, direct=direct)
+    assert file.direct is (direct and takes_o_direct(tmp_path))
+    write_checking_each(file, path, seed=1)
 
 
 def test_the_file_is_truncated_when_opened(tmp_path: Path) -> None:
@@ -110,16 +115,8 @@ def test_a_direct_write_refused_midway_goes_on_through_the_page_cache(
         return real_pwrite(fd, data, offset)  # type: ignore[arg-type]
 
     monkeypatch.setattr(os, "pwrite", pwrite)
-    expected = b""
-    try:
-        for parts in batches(seed=2):
-            file.write(parts)
-            expected += b"".join(parts)
-            assert path.read_bytes() == expected
-    finally:
-        file.close()
+    write_checking_each(file, path, seed=2)
     assert not file.direct
-    assert path.read_bytes() == expected
 
 
 def test_a_path_that_cannot_be_written_raises_at_open(tmp_path: Path) -> None:
