@@ -260,8 +260,10 @@ class _Chain:
                 task_status.started()
                 started = True
                 await _first_of(cx.incoming_closed, self.stopping.wait)
-                # A component that went away first ends the chain.
-                self.stop(f"{self.label(index)} ended its connection")
+                if not self.stopping.is_set():
+                    # A component that went away first ends the chain; say
+                    # how, when its transport knows (docs/semantics.md §1.3).
+                    self.stop(f"{self.label(index)} ended its connection{await _how(cx)}")
         except Exception as exc:
             if not started:
                 raise  # serve() reports it: the chain never started
@@ -473,3 +475,14 @@ def run_conductor(
         print(f"acp-fast conductor: {exc.data or exc.message}", file=sys.stderr)
         return 1
     return 0 if signum is None else 128 + signum  # the shell's convention
+
+
+async def _how(cx: ConnectionTo[Any]) -> str:
+    """``: <how it ended>`` for a link whose transport tells (a remote link
+    that broke, a process's exit status), else nothing."""
+    details = await cx._end_details() or {}
+    if details.get("transport"):
+        return f": {details['transport']}"
+    if "exitStatus" in details:
+        return f" (exit status {details['exitStatus']})"
+    return ""

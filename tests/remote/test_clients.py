@@ -170,6 +170,26 @@ async def test_a_lost_connection_fails_pending_requests(serve_app: Any, kind: st
     assert isinstance(errors[0].data, dict) and errors[0].data.get("transport"), errors[0].data
 
 
+async def test_writes_after_a_lost_connection_fail_instead_of_waiting(
+    serve_app: Any, kind: str
+) -> None:
+    """Once the link broke nothing carries what is written: a sender that
+    paces itself gets ``acp.Error`` at once, it is not left waiting for room
+    in a buffer nobody empties."""
+    watched = Watched()
+    base = serve_app(AcpApp(serve=watched))
+    with anyio.fail_after(TIMEOUT):
+        async with acp.connect_to_agent(RecordingClient(), transport_for(kind, base)) as agent:
+            await agent.initialize()
+            watched.cut()
+            with pytest.raises(acp.Error):  # the link's loss is seen
+                await agent.send_request(acp.UntypedMessage("_t/echo", {}))
+            with pytest.raises(acp.Error):
+                for _ in range(100):  # 10 MB: far beyond any buffer's bound
+                    agent.cx.send_notification(acp.UntypedMessage("_t/n", {"x": "a" * 100_000}))
+                    await agent.cx.drain()
+
+
 async def test_closing_the_client_ends_the_agent_connection(serve_app: Any, kind: str) -> None:
     watched = Watched()
     app = AcpApp(serve=watched)

@@ -180,6 +180,10 @@ class _HttpLink:
         if not self.closing:
             self.channel.lose_input(reason)
         self.closing = True
+        # Nothing posts any more: writes fail at once (ChannelError) instead
+        # of filling the mailboxes and then waiting for room for ever.
+        self.ordered.close()
+        self.responses.close()
         self.scope.cancel()
 
     async def aclose(self) -> None:
