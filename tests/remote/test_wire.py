@@ -3,6 +3,8 @@ and the message channel's framing and pacing (docs/remote.md)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import pytest
 
@@ -92,3 +94,39 @@ async def test_input_is_one_message_per_line_and_ends_cleanly() -> None:
     assert await channel.receive() == b""  # an EOF: the peer is gone
     assert channel.describe_end is not None
     assert await channel.describe_end() == {"transport": "link lost"}
+
+
+@pytest.mark.anyio
+async def test_a_socket_going_away_still_sends_what_its_agent_writes_then_closes() -> None:
+    """Server shutdown (``going_away``) only sets the Close code: what the
+    agent writes afterwards, as it ends, still goes out before the Close."""
+    from acp_fast._transports.remote.connection import SocketSink
+    from acp_fast._transports.remote.server import SocketChannel, _socket_sender
+
+    backend = current_backend()
+    mailbox = Mailbox(backend, capacity=1 << 20)
+
+    async def receive() -> dict[str, Any]:
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    channel = SocketChannel(backend, SocketSink(mailbox), receive, 1 << 20)
+    async with anyio.create_task_group() as group:
+        group.start_soon(channel.run)
+        group.start_soon(_socket_sender, send, mailbox, channel)
+        channel.write(b'{"before":1}\n')
+        await channel.drain()
+        channel.going_away()
+        channel.write(b'{"after":2}\n')  # the agent's last words, as it ends
+        await channel.drain()
+        await channel.close_write()
+    assert sent == [
+        {"type": "websocket.send", "text": '{"before":1}'},
+        {"type": "websocket.send", "text": '{"after":2}'},
+        {"type": "websocket.close", "code": 1001},
+    ]

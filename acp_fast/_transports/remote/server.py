@@ -491,8 +491,9 @@ class RemoteServer:
         self.connections[conn.id] = conn
         try:
             async with anyio.create_task_group() as group:
-                group.start_soon(self._run_socket_agent, conn)
-                group.start_soon(self._socket_grace, conn, group.cancel_scope)
+                agent_scope = anyio.CancelScope()
+                group.start_soon(self._run_socket_agent, conn, agent_scope)
+                group.start_soon(self._socket_grace, conn, agent_scope)
                 await _socket_sender(send, mailbox, channel)
                 with anyio.move_on_after(self.options.close_grace):
                     await conn.finished.wait()
@@ -500,8 +501,10 @@ class RemoteServer:
         finally:
             self._finish(conn)
 
-    async def _run_socket_agent(self, conn: Connection) -> None:
-        served = await self._serve(conn)
+    async def _run_socket_agent(self, conn: Connection, scope: anyio.CancelScope) -> None:
+        served = True
+        with scope:  # cancelled when it outlives its grace (_socket_grace)
+            served = await self._serve(conn)
         conn.finished.set()
         channel = conn.channel
         assert isinstance(channel, SocketChannel)
@@ -512,12 +515,16 @@ class RemoteServer:
         # frame (docs/remote.md).
         await channel.aclose()
 
-    async def _socket_grace(self, conn: Connection, serving: anyio.CancelScope) -> None:
-        """Once the client left (or the server closes), give the agent time to end."""
+    async def _socket_grace(self, conn: Connection, agent: anyio.CancelScope) -> None:
+        """Once the client left (or the server closes), give the agent time to
+        end, then stop it. Only the agent: what it wrote still goes out, then
+        the Close frame (the sender ends with its output). A read waiting on
+        the ASGI server wakes only for the client's Close or its leaving, so
+        an agent waiting for input when the server stops is stopped here."""
         await conn.closing.wait()
         with anyio.move_on_after(self.options.close_grace):
             await conn.finished.wait()
-        serving.cancel()
+        agent.cancel()
 
 
 class SocketChannel(MessageChannel):
@@ -592,12 +599,9 @@ class SocketChannel(MessageChannel):
         return await super().receive()  # EOF, or the failure that ended the input
 
     def going_away(self) -> None:
-        """The server stops: the client gets a Close frame (1001, RFC 6455
-        §7.4.1) after what is queued, at once; the Close it answers with
-        ends the agent's input. (Only the client's Close or its leaving
-        wakes a read waiting on the ASGI server.)"""
+        """The server stops: the Close frame the client gets once the agent's
+        output ends says 1001 (going away, RFC 6455 §7.4.1)."""
         self.close_code = 1001
-        self._sink.end()
 
     def _client_gone(self) -> None:
         if self.connection is not None:
