@@ -54,7 +54,8 @@ class AppendFile:
             except OSError:
                 pass
             else:
-                self._buffer = mmap.mmap(-1, BUFFER_SIZE)
+                # Private: a child forked meanwhile does not share it.
+                self._buffer = mmap.mmap(-1, BUFFER_SIZE, flags=mmap.MAP_PRIVATE)
 
     @property
     def direct(self) -> bool:
@@ -89,8 +90,11 @@ class AppendFile:
             _pwrite_all(self._fd, memoryview(buffer)[: self._used], self._offset)
 
     def close(self) -> None:
+        """Close the file (again: nothing happens)."""
+        fd, self._fd = self._fd, -1
         try:
-            os.close(self._fd)
+            if fd >= 0:
+                os.close(fd)
         finally:
             self._close_direct()
 

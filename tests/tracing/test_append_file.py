@@ -149,3 +149,11 @@ def test_a_fifo_is_written_in_order_without_offsets(tmp_path: Path) -> None:
     file.close()
     reader.join(10)
     assert received == [b"".join(parts)]
+
+
+def test_closing_twice_does_nothing_the_second_time(tmp_path: Path) -> None:
+    file = AppendFile(tmp_path / "t.jsons")
+    file.write([b"a\n"])
+    file.close()
+    file.close()  # the descriptor number may be another file's by now
+    assert (tmp_path / "t.jsons").read_bytes() == b"a\n"
