@@ -63,6 +63,15 @@ class Channel:
         # started): returns what the requests its EOF fails should say.
         self.describe_end: Callable[[], Awaitable[dict[str, Any]]] | None = None
 
+    def ended_because(self, reason: str) -> None:
+        """Say why the input ended (a remote link that broke, a server's
+        Close): the requests its EOF fails carry ``data.transport``."""
+
+        async def describe() -> dict[str, Any]:
+            return {"transport": reason}
+
+        self.describe_end = describe
+
     # -- reading ------------------------------------------------------------
 
     async def receive(self) -> bytes:

@@ -54,7 +54,6 @@ class MessageChannel(Channel):
         self._input_size = 0
         self._input_capacity = input_capacity
         self._input_ended = False
-        self._lost: str | None = None  # why the input ended, when the link broke
         self._reader: Waiter | None = None
         self._putters: list[Waiter] = []
         self._partial = b""  # output after its last newline, so far
@@ -93,13 +92,9 @@ class MessageChannel(Channel):
         fails say ``reason`` (``data.transport``). A broken link is the peer
         gone, like a process that exits: pending requests fail with
         ``acp.Error``, the connection's owner goes on (docs/remote.md)."""
-        if self._lost is None and not self._closed and not self._input_ended:
-            self._lost = reason
-            self.describe_end = self._describe_loss
+        if not self._closed and not self._input_ended:
+            self.ended_because(reason)
         self.end_input()
-
-    async def _describe_loss(self) -> dict[str, Any]:
-        return {"transport": self._lost}
 
     @property
     def input_ended(self) -> bool:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -330,7 +330,7 @@ class _Frames(Channel):
                     # dropped): the peer's end, as a process's exit is. Pending
                     # requests fail with acp.Error naming it (docs/remote.md).
                     ws.receive_eof()
-                    self.describe_end = _connection_lost
+                    self.ended_because("the WebSocket connection was lost (no Close frame)")
                     return b""
             messages = self._parse(data)
             answers = ws.data_to_send()
@@ -438,7 +438,9 @@ class _Frames(Channel):
                 self._skipping = self._in_fragment = not frame.fin
             elif opcode is Opcode.CLOSE:
                 self._closed_by_server = True
-                self.describe_end = _closed_by(bytes(frame.data))
+                self.ended_because(
+                    f"the server closed the WebSocket ({_close_said(bytes(frame.data))})"
+                )
                 break
         return _lines(messages) if messages else b""
 
@@ -515,21 +517,12 @@ class _StreamFrames(_Frames, StreamChannel):
             await self._send_stream.send(data)
 
 
-def _closed_by(data: bytes) -> Callable[[], Awaitable[dict[str, Any]]]:
-    """What the requests a server's Close fails say: its code and reason."""
+def _close_said(data: bytes) -> str:
+    """A Close frame's code and reason, for the requests it fails."""
     from websockets.frames import Close
 
     try:
         close = Close.parse(data)
-        said = f"code {close.code}" + (f": {close.reason}" if close.reason else "")
     except Exception:  # a malformed Close is still a Close
-        said = "a malformed Close frame"
-
-    async def describe() -> dict[str, Any]:
-        return {"transport": f"the server closed the WebSocket ({said})"}
-
-    return describe
-
-
-async def _connection_lost() -> dict[str, Any]:
-    return {"transport": "the WebSocket connection was lost (no Close frame)"}
+        return "a malformed Close frame"
+    return f"code {close.code}" + (f": {close.reason}" if close.reason else "")
