@@ -2,13 +2,17 @@
 
     python benchmarks/remote.py rates [--n 5000] [--notes 20000]
     python benchmarks/remote.py rates --kinds stdio,ws --app floor
+    python benchmarks/remote.py rates --pin 0 --rounds 3
     python benchmarks/remote.py load [--ws 1000] [--http 200] [--chunks 10]
 
 ``rates``: the same agent over a stdio subprocess, over a WebSocket and over
 Streamable HTTP (uvicorn in a subprocess, one worker): round trips with 1 and
 64 requests in flight, and notifications per second (over HTTP they travel
 on a session's SSE stream). Printed with each remote rate's ratio to stdio's,
-all from the same run.
+all from the same run. ``--rounds R`` repeats the transports in turn and
+reports medians; ``--pin CPU`` puts this process and every child (the stdio
+agent, uvicorn) on one CPU, so the figures are CPU cost rather than how the
+scheduler happened to spread two processes over two CPUs.
 
 ``load``: one uvicorn worker holds ``--ws`` WebSocket and ``--http``
 Streamable-HTTP connections at once; each runs initialize -> session/new ->
@@ -27,6 +31,7 @@ import json
 import os
 import resource
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -237,15 +242,24 @@ async def measure_rates(kind: str, base: str, n: int, notes: int) -> dict[str, f
 
 
 def rates(args: argparse.Namespace) -> dict[str, Any]:
+    if args.pin is not None:
+        os.sched_setaffinity(0, {args.pin})  # inherited by every child
     server, base = start_server(args.app, args.ws_impl)
-    table: dict[str, dict[str, float]] = {}
+    runs: dict[str, list[dict[str, float]]] = {}
     try:
-        for kind in args.kinds.split(","):
-            log(f"rates over {kind}...")
-            table[kind] = anyio.run(measure_rates, kind, base, args.n, args.notes)
+        for round_ in range(args.rounds):
+            for kind in args.kinds.split(","):
+                log(f"rates over {kind} (round {round_ + 1} of {args.rounds})...")
+                runs.setdefault(kind, []).append(
+                    anyio.run(measure_rates, kind, base, args.n, args.notes)
+                )
     finally:
         server.terminate()
         server.wait(10)
+    table = {
+        kind: {row: statistics.median(run[row] for run in kind_runs) for row in kind_runs[0]}
+        for kind, kind_runs in runs.items()
+    }
     ratios = {
         kind: {row: round(table[kind][row] / table["stdio"][row], 3) for row in table["stdio"]}
         for kind in table
@@ -254,7 +268,12 @@ def rates(args: argparse.Namespace) -> dict[str, Any]:
     rounded = {
         kind: {row: round(rate) for row, rate in rows.items()} for kind, rows in table.items()
     }
-    return {"rates_per_s": rounded, "ratio_to_stdio": ratios}
+    return {
+        "rates_per_s": rounded,
+        "ratio_to_stdio": ratios,
+        "rounds": args.rounds,
+        "pinned_to_cpu": args.pin,
+    }
 
 
 # -- load -------------------------------------------------------------------------
@@ -371,6 +390,8 @@ def main() -> None:
     r.add_argument("--n", type=int, default=5000)
     r.add_argument("--notes", type=int, default=20000)
     r.add_argument("--kinds", default="stdio,ws,http", help="which transports, in order")
+    r.add_argument("--rounds", type=int, default=1, help="rounds of every transport; medians")
+    r.add_argument("--pin", type=int, metavar="CPU", help="run everything on this one CPU")
     r.add_argument(
         "--app",
         choices=("rates", "floor"),
