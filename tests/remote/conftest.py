@@ -3,7 +3,9 @@
 It starts ``tests.remote.server.RunningServer`` with the given ASGI app (an
 ``AcpApp`` of the test agent with these options by default) and returns its
 base URL (``http://127.0.0.1:PORT``); the server stops when the test ends.
-``ws=`` picks uvicorn's WebSocket implementation.
+``ws=`` picks uvicorn's WebSocket implementation, ``http=`` its HTTP/1.1
+parser (``auto``: httptools, which the ``http`` extra installs; ``h11`` is
+what a server without it falls back to).
 """
 
 from __future__ import annotations
@@ -22,8 +24,11 @@ from tests.remote.server import RunningServer
 def serve_app() -> Iterator[Callable[..., str]]:
     running: list[RunningServer] = []
 
-    def start(app: Any = None, *, ws: str = "websockets-sansio", **options: Any) -> str:
-        server = RunningServer(app if app is not None else AcpApp(RemoteTestAgent, **options), ws)
+    def start(
+        app: Any = None, *, ws: str = "websockets-sansio", http: str = "auto", **options: Any
+    ) -> str:
+        served = app if app is not None else AcpApp(RemoteTestAgent, **options)
+        server = RunningServer(served, ws, http=http)
         running.append(server)
         return server.url
 

@@ -2,7 +2,9 @@
 
 Each test talks to uvicorn on loopback with plain httpx requests (or a raw
 WebSocket handshake), the way a foreign client or an attacker would
-(docs/remote.md: protocol, security).
+(docs/remote.md: protocol, security). Every test runs under both of
+uvicorn's HTTP/1.1 parsers: httptools (the ``http`` extra) and h11 (what
+uvicorn falls back to without it).
 """
 
 from __future__ import annotations
@@ -31,6 +33,14 @@ def prompt(request_id: int, text: str, session: str | None = None) -> dict[str, 
     if session is not None:
         params["sessionId"] = session
     return {"jsonrpc": "2.0", "id": request_id, "method": "session/prompt", "params": params}
+
+
+@pytest.fixture(params=["httptools", "h11"])
+def serve_app(request: pytest.FixtureRequest, serve_app: Any) -> Any:
+    def start(app: Any = None, **options: Any) -> str:
+        return str(serve_app(app, http=request.param, **options))
+
+    return start
 
 
 @pytest.fixture
