@@ -483,14 +483,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"acp-fast: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
+        _interrupted()
         return EXIT_INTERRUPTED
     except BaseException as exc:
         if _only(exc, BrokenPipeError):
             _silence_stdout()
             return EXIT_BROKEN_PIPE
         if _only(exc, KeyboardInterrupt):
+            _interrupted()
             return EXIT_INTERRUPTED
         raise
+
+
+def _interrupted() -> None:
+    """A Ctrl-C ends the command quietly. On trio it may land between a
+    request's sending and its ``await``; the request, dropped as the frames
+    holding it are freed, is then no mistake to warn about (its connection
+    has ended with the command)."""
+    requests = sys.modules.get("acp_fast._async.requests")
+    if requests is not None:
+        import warnings
+
+        warnings.filterwarnings("ignore", category=requests.AbandonedRequestWarning)
 
 
 def _parse_and_run(parser: argparse.ArgumentParser, arguments: list[str]) -> int:
