@@ -2,7 +2,7 @@
 
 Each test talks to uvicorn on loopback with plain httpx requests (or a raw
 WebSocket handshake), the way a foreign client or an attacker would
-(docs/remote.md: protocol, security). Every test runs under both of
+(docs/remote.md: protocol, security). Every test that serves runs under both of
 uvicorn's HTTP/1.1 parsers: httptools (the ``http`` extra) and h11 (what
 uvicorn falls back to without it).
 """
